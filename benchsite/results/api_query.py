@@ -1,0 +1,206 @@
+"""Query API: `GET /api/v3/results` (JSON pages or streamed CSV), runs and uploads."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterator
+
+import django_filters
+import orjson
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import generics, serializers
+from rest_framework.pagination import CursorPagination
+
+from benchsite.results.models import Result, Run, Upload
+
+RESULT_FIELDS = {
+    "id": "id",
+    "timestamp": "timestamp",
+    "repo": "series__repo",
+    "branch": "run__head_branch",
+    "sha": "run__head_sha",
+    "run_id": "run_id",
+    "upload_id": "upload_id",
+    "benchmark": "series__benchmark",
+    "mode": "series__mode",
+    "dtype": "series__dtype",
+    "model": "series__model",
+    "model_type": "series__model_type",
+    "backend": "series__backend",
+    "suite": "series__suite",
+    "device": "series__device",
+    "arch": "series__arch",
+    "metric": "series__metric",
+    "value": "value",
+    "values": "values",
+    "target": "target",
+    "string_values": "string_values",
+    "extra_info": "extra_info",
+    "series_id": "series_id",
+    "series_extra_info": "series__extra_info",
+}
+
+
+def jsonable(value):
+    """JSON has no NaN or Infinity: they go out as the strings the v3 format accepts."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, list):
+        return [jsonable(item) for item in value]
+    return value
+
+
+class NewestFirst(CursorPagination):
+    ordering = ("-timestamp", "-id")
+    page_size = 500
+    page_size_query_param = "limit"
+    max_page_size = 10000
+
+
+class ResultFilter(django_filters.FilterSet):
+    repo = django_filters.CharFilter(field_name="series__repo")
+    branch = django_filters.CharFilter(field_name="run__head_branch")
+    sha = django_filters.CharFilter(field_name="run__head_sha")
+    benchmark = django_filters.CharFilter(field_name="series__benchmark")
+    model = django_filters.CharFilter(field_name="series__model")
+    backend = django_filters.CharFilter(field_name="series__backend")
+    mode = django_filters.CharFilter(field_name="series__mode")
+    dtype = django_filters.CharFilter(field_name="series__dtype")
+    device = django_filters.CharFilter(field_name="series__device")
+    arch = django_filters.CharFilter(field_name="series__arch")
+    metric = django_filters.CharFilter(field_name="series__metric")
+    run = django_filters.NumberFilter(field_name="run_id")
+    upload = django_filters.NumberFilter(field_name="upload_id")
+    since = django_filters.IsoDateTimeFilter(field_name="timestamp", lookup_expr="gte")
+    until = django_filters.IsoDateTimeFilter(field_name="timestamp", lookup_expr="lt")
+
+    class Meta:
+        model = Result
+        fields: list[str] = []
+
+
+class ResultRowSerializer(serializers.Serializer):
+    """Documents the row shape; rows are built from `values()` without model instances."""
+
+    id = serializers.IntegerField()
+    timestamp = serializers.DateTimeField()
+    repo = serializers.CharField()
+    branch = serializers.CharField()
+    sha = serializers.CharField()
+    run_id = serializers.IntegerField()
+    upload_id = serializers.IntegerField()
+    benchmark = serializers.CharField()
+    mode = serializers.CharField()
+    dtype = serializers.CharField()
+    model = serializers.CharField()
+    model_type = serializers.CharField()
+    backend = serializers.CharField()
+    suite = serializers.CharField()
+    device = serializers.CharField()
+    arch = serializers.CharField()
+    metric = serializers.CharField()
+    value = serializers.FloatField(allow_null=True)
+    values = serializers.ListField(child=serializers.FloatField())
+    target = serializers.FloatField(allow_null=True)
+    string_values = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    extra_info = serializers.JSONField(allow_null=True)
+    series_id = serializers.IntegerField()
+    series_extra_info = serializers.JSONField()
+
+    def to_representation(self, row):
+        return {name: jsonable(row[path]) for name, path in RESULT_FIELDS.items()}
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="Query results",
+        description="Filtered results, newest first, as cursor-paginated JSON; `?format=csv` "
+        "streams every matching row as CSV with no page limit.",
+        parameters=[OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"]),
+                    OpenApiParameter("limit", OpenApiTypes.INT)],
+    )
+)
+class ResultList(generics.ListAPIView):
+    serializer_class = ResultRowSerializer
+    filterset_class = ResultFilter
+    pagination_class = NewestFirst
+
+    def get_queryset(self):
+        return Result.objects.values(*RESULT_FIELDS.values())
+
+    def list(self, request, *args, **kwargs):
+        if request.query_params.get("format") == "csv":
+            rows = self.filter_queryset(self.get_queryset()).order_by("-timestamp", "-id")
+            response = StreamingHttpResponse(csv_lines(rows), content_type="text/csv")
+            response["Content-Disposition"] = 'attachment; filename="results.csv"'
+            return response
+        return super().list(request, *args, **kwargs)
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+def csv_lines(rows) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(RESULT_FIELDS)
+    for row in rows.iterator(chunk_size=5000):
+        yield writer.writerow(
+            _csv_cell(jsonable(row[path])) for path in RESULT_FIELDS.values()
+        )
+
+
+def _csv_cell(value):
+    if isinstance(value, list | dict):
+        return orjson.dumps(value).decode()
+    return "" if value is None else value
+
+
+class RunFilter(django_filters.FilterSet):
+    branch = django_filters.CharFilter(field_name="head_branch")
+    sha = django_filters.CharFilter(field_name="head_sha")
+    since = django_filters.IsoDateTimeFilter(field_name="timestamp", lookup_expr="gte")
+    until = django_filters.IsoDateTimeFilter(field_name="timestamp", lookup_expr="lt")
+
+    class Meta:
+        model = Run
+        fields = ["repo", "device", "arch", "workflow_id", "job_id", "upload"]
+
+
+class RunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Run
+        exclude = ["identity"]
+
+
+class RunList(generics.ListAPIView):
+    queryset = Run.objects.all()
+    serializer_class = RunSerializer
+    filterset_class = RunFilter
+    pagination_class = NewestFirst
+
+
+class RunDetail(generics.RetrieveAPIView):
+    queryset = Run.objects.all()
+    serializer_class = RunSerializer
+
+
+class UploadSerializer(serializers.ModelSerializer):
+    runs = serializers.SerializerMethodField(help_text="ids of the runs its results belong to")
+
+    class Meta:
+        model = Upload
+        fields = ["id", "created_at", "source", "record_count", "repos", "request_metadata",
+                  "runs"]
+
+    def get_runs(self, upload) -> list[int]:
+        return sorted(set(upload.results.values_list("run_id", flat=True)))
+
+
+class UploadDetail(generics.RetrieveAPIView):
+    queryset = Upload.objects.defer("payload_gzip")
+    serializer_class = UploadSerializer

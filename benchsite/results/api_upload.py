@@ -1,0 +1,123 @@
+"""`POST /api/v3/results`: one HTTP call uploads a CI job's records."""
+
+from __future__ import annotations
+
+import zlib
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from benchsite.results.ingest import UploadRefused, store_upload
+from benchsite.results.tokens import BearerTokenAuthentication, HasUploadToken
+from benchsite.results.v3 import RUN_FIELDS
+
+
+class PayloadTooLarge(Exception):
+    pass
+
+
+def too_large() -> Response:
+    limit = settings.BENCH_UPLOAD_MAX_BYTES
+    return Response(
+        {"errors": [f"body: larger than the upload limit of {limit} bytes "
+                    f"({limit / 2**20:.0f} MiB, counted before and after decompression); "
+                    "split the upload"], "limit_bytes": limit},
+        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    )
+
+
+def gunzip(data: bytes, limit: int) -> bytes:
+    """Decompress at most `limit` bytes, so a small gzip bomb cannot exhaust memory."""
+    decompressor = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+    body = decompressor.decompress(data, limit + 1)
+    if len(body) > limit or decompressor.unconsumed_tail:
+        raise PayloadTooLarge
+    if not decompressor.eof:
+        raise zlib.error("truncated gzip stream")
+    return body
+
+
+class UploadResultsMixin:
+    """POST on the results collection. Authenticated by an upload token only, so a browser
+    session can never upload (and CSRF does not apply); the body is read raw."""
+
+    authentication_classes = [BearerTokenAuthentication]
+    parser_classes: list = []
+
+    def get_permissions(self):
+        if self.request.method == "POST":
+            return [HasUploadToken()]
+        return super().get_permissions()
+
+    @extend_schema(
+        operation_id="upload_results",
+        summary="Upload PyTorch OSS benchmark (v3) records",
+        description=(
+            "Body: a JSON list of records, one record, JSON Lines, or an envelope "
+            '`{"metadata": {...}, "records": [...]}`; `Content-Encoding: gzip` accepted. '
+            "Run metadata missing from a record comes from the envelope, then from the query "
+            "parameters. All-or-nothing; 400 lists every problem by record index and field "
+            "path. Idempotent: a repeat (same Idempotency-Key, or same content) returns the "
+            "first upload with 200; a key reused with other content is a 409."
+        ),
+        request={"application/json": OpenApiTypes.OBJECT},
+        parameters=[
+            OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER),
+            *(OpenApiParameter(name, OpenApiTypes.STR) for name in RUN_FIELDS),
+        ],
+        responses={
+            201: OpenApiResponse(OpenApiTypes.OBJECT, description="stored"),
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="a repeat, already stored"),
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="invalid: nothing stored"),
+            401: OpenApiResponse(description="no or unknown token"),
+            403: OpenApiResponse(description="the token may not upload for a repo"),
+            409: OpenApiResponse(description="Idempotency-Key reused with other content"),
+            413: OpenApiResponse(description="over the size limit"),
+        },
+    )
+    def post(self, request):
+        limit = settings.BENCH_UPLOAD_MAX_BYTES
+        try:
+            raw = request.body
+        except RequestDataTooBig:
+            return too_large()
+        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding == "gzip":
+            try:
+                body = gunzip(raw, limit)
+            except PayloadTooLarge:
+                return too_large()
+            except zlib.error as error:
+                return Response({"errors": [f"body: not valid gzip: {error}"]}, status=400)
+            payload_gzip = raw
+        elif encoding == "identity":
+            body, payload_gzip = raw, None
+        else:
+            return Response(
+                {"errors": [f"Content-Encoding: {encoding!r} is not supported; use gzip"]},
+                status=status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            )
+        metadata = {name: request.query_params[name] for name in RUN_FIELDS
+                    if request.query_params.get(name)}
+        try:
+            stored = store_upload(
+                body,
+                metadata=metadata,
+                token=request.auth,
+                idempotency_key=request.headers.get("Idempotency-Key") or None,
+                payload_gzip=payload_gzip,
+            )
+        except UploadRefused as refused:
+            return Response(
+                {"errors": refused.errors, "error_count": len(refused.errors)},
+                status=refused.status,
+            )
+        return Response(
+            {"upload_id": stored.upload.pk, "records": stored.upload.record_count,
+             "created": stored.created},
+            status=status.HTTP_201_CREATED if stored.created else status.HTTP_200_OK,
+        )

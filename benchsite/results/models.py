@@ -1,0 +1,176 @@
+"""Benchmark results: uploads (raw payloads kept), runs, time series and their results.
+
+Sized for tens of millions of results: a result row holds only foreign keys, its timestamp,
+numbers and the rarely-present JSON; everything that identifies a time series lives once in
+`Series`, and everything about a CI job once in `Run`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gzip
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+from benchsite.results.fields import FloatListField
+
+TOKEN_PREFIX = "bst_"
+
+
+class UploadToken(models.Model):
+    """A bearer token for the upload API, scoped to repos. Only its SHA-256 is stored."""
+
+    name = models.CharField(max_length=100, help_text="what uses it, e.g. 'pytorch/ao CI'")
+    repos = models.JSONField(
+        default=list,
+        help_text="repos it may upload for: 'owner/name', or patterns like 'owner/*'",
+    )
+    prefix = models.CharField(max_length=12, editable=False, help_text="start of the token")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    is_active = models.BooleanField(default=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @staticmethod
+    def hash(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def issue(self) -> str:
+        """Give this token a new secret and return it; it is never shown again."""
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        self.prefix = secret[:12]
+        self.digest = self.hash(secret)
+        return secret
+
+    def allows(self, repo: str) -> bool:
+        return any(fnmatch.fnmatchcase(repo, pattern) for pattern in self.repos)
+
+
+class Upload(models.Model):
+    """One accepted upload: its raw payload, so results can be re-derived."""
+
+    class Source(models.TextChoices):
+        API = "api"
+        DEMO = "demo"
+        WORKER = "worker"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.API)
+    token = models.ForeignKey(UploadToken, null=True, blank=True, on_delete=models.SET_NULL)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    content_hash = models.CharField(max_length=64, unique=True)
+    payload_gzip = models.BinaryField(help_text="the request body as received, gzip-compressed")
+    request_metadata = models.JSONField(default=dict, blank=True)
+    record_count = models.PositiveIntegerField(default=0)
+    repos = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"upload {self.pk} ({self.record_count} records)"
+
+    def payload(self) -> bytes:
+        return gzip.decompress(self.payload_gzip)
+
+
+class Run(models.Model):
+    """A CI job (or worker job) on one runner: where and on what a set of results came from."""
+
+    identity = models.CharField(max_length=64, unique=True)
+    repo = models.CharField(max_length=255)
+    head_branch = models.CharField(max_length=255)
+    head_sha = models.CharField(max_length=255)
+    workflow_id = models.BigIntegerField(default=0)
+    run_attempt = models.IntegerField(default=1)
+    job_id = models.BigIntegerField(default=0)
+    name = models.CharField(max_length=255, blank=True)
+    timestamp = models.DateTimeField(help_text="earliest record timestamp of the run")
+    device = models.CharField(max_length=255, blank=True)
+    arch = models.CharField(max_length=255, blank=True)
+    runners = models.JSONField(default=list, blank=True)
+    dependencies = models.JSONField(default=dict, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="runs")
+    result_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            # runs of a branch, newest first (run list, trend pickers)
+            models.Index(fields=["repo", "head_branch", "-timestamp"]),
+            # results of a commit (commit comparison, CI gate)
+            models.Index(fields=["repo", "head_sha"]),
+            models.Index(fields=["-timestamp"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.repo}@{self.head_sha[:10]} {self.name} ({self.device})"
+
+
+class Series(models.Model):
+    """One time series: what was measured, where, and which metric."""
+
+    identity = models.CharField(max_length=64, unique=True)
+    repo = models.CharField(max_length=255)
+    benchmark = models.CharField(max_length=255)
+    mode = models.CharField(max_length=255, blank=True)
+    dtype = models.CharField(max_length=255, blank=True)
+    model = models.CharField(max_length=255)
+    model_type = models.CharField(max_length=255, blank=True)
+    backend = models.CharField(max_length=255, blank=True)
+    suite = models.CharField(max_length=255, blank=True, help_text="model.origins[0]")
+    origins = models.JSONField(default=list, blank=True)
+    device = models.CharField(max_length=255, blank=True)
+    arch = models.CharField(max_length=255, blank=True)
+    metric = models.CharField(max_length=255)
+    extra_info = models.JSONField(
+        default=dict, blank=True, help_text="identifying benchmark/model extra_info and inputs"
+    )
+
+    class Meta:
+        verbose_name_plural = "series"
+        indexes = [
+            # dashboard filters start from repo + benchmark, then narrow by metric or model
+            models.Index(fields=["repo", "benchmark", "metric"]),
+            models.Index(fields=["repo", "benchmark", "model"]),
+            models.Index(fields=["repo", "device", "arch"]),
+        ]
+
+    def __str__(self) -> str:
+        parts = [self.benchmark, self.model, self.backend, self.mode, self.dtype, self.device,
+                 self.metric]
+        return " / ".join(part for part in parts if part)
+
+
+class Result(models.Model):
+    """One record: every repetition, the aggregate charts use, target and string values."""
+
+    series = models.ForeignKey(Series, on_delete=models.CASCADE, db_index=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, db_index=False)
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="results")
+    timestamp = models.DateTimeField()
+    value = models.FloatField(null=True, help_text="median of the repetitions; null if none")
+    values = FloatListField(default=list, help_text="metric.benchmark_values, all repetitions")
+    target = models.FloatField(null=True, blank=True)
+    string_values = models.JSONField(null=True, blank=True)
+    extra_info = models.JSONField(null=True, blank=True, help_text="metric.extra_info")
+    unknown = models.JSONField(null=True, blank=True, help_text="fields the v3 format lacks")
+
+    class Meta:
+        indexes = [
+            # a series over time (trend and regression charts)
+            models.Index(fields=["series", "timestamp"]),
+            # a run's results (run page, commit comparison)
+            models.Index(fields=["run", "series"]),
+            # time-range queries across series (query API default order)
+            models.Index(fields=["-timestamp", "-id"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"result {self.pk}"

@@ -1,0 +1,41 @@
+"""`Authorization: Bearer <token>` for the upload API."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser
+from django.utils import timezone
+from rest_framework import authentication, exceptions, permissions
+
+from benchsite.results.models import UploadToken
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """Sets `request.auth` to the UploadToken; a token is never a user and cannot log in."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1").split()
+        if not header or header[0] != self.keyword:
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Authorization: expected 'Bearer <token>'")
+        token = (
+            UploadToken.objects.filter(digest=UploadToken.hash(header[1]), is_active=True)
+            .only("id", "repos", "name")
+            .first()
+        )
+        if token is None:
+            raise exceptions.AuthenticationFailed("unknown or revoked upload token")
+        UploadToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        return AnonymousUser(), token
+
+    def authenticate_header(self, request):
+        return self.keyword
+
+
+class HasUploadToken(permissions.BasePermission):
+    message = "an upload token is required: send 'Authorization: Bearer <token>'"
+
+    def has_permission(self, request, view):
+        return isinstance(request.auth, UploadToken)

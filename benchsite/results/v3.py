@@ -1,0 +1,500 @@
+"""Parsing and normalisation of PyTorch OSS benchmark ("v3") records.
+
+Pure Python (no Django import): the upload API, the demo loader and the workers all go
+through `normalize`, and the runner's tests validate its output with `validate_records`.
+
+Real writers are accepted as they are: a JSON list, one object, JSON Lines or an envelope
+`{"metadata": {...}, "records": [...]}`; bare `NaN`/`Infinity` tokens; values as a bare
+number or as "inf"/"nan" strings; string results (accuracy "pass") in
+`metric.extra_info.benchmark_values`; any JSON in `extra_info`. Every problem is reported
+with the record index and field path, and nothing is dropped: fields we do not model are
+kept in `unknown`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+RUN_FIELDS = (
+    "repo",
+    "head_branch",
+    "head_sha",
+    "workflow_id",
+    "run_attempt",
+    "job_id",
+    "name",
+    "timestamp",
+)
+INT_RUN_FIELDS = {"workflow_id", "run_attempt", "job_id"}
+REQUIRED_RUN_FIELDS = ("repo", "head_branch", "head_sha")
+OPTIONAL_RUN_FIELDS = ("servicelab_experiment_id", "servicelab_trial_id", "schema_version")
+KNOWN_TOP = {
+    *RUN_FIELDS,
+    *OPTIONAL_RUN_FIELDS,
+    "benchmark",
+    "model",
+    "inputs",
+    "metric",
+    "runners",
+    "dependencies",
+}
+KNOWN_BENCHMARK = {"name", "mode", "dtype", "extra_info"}
+KNOWN_MODEL = {"name", "type", "backend", "origins", "extra_info"}
+KNOWN_METRIC = {"name", "type", "benchmark_values", "target_value", "extra_info"}
+MAX_TEXT = 255
+
+
+class BodyError(ValueError):
+    """The request body is not JSON, JSON Lines or a known envelope."""
+
+
+@dataclass(slots=True)
+class RunInfo:
+    identity: str
+    repo: str
+    head_branch: str
+    head_sha: str
+    workflow_id: int
+    run_attempt: int
+    job_id: int
+    name: str
+    timestamp: int
+    runners: list
+    dependencies: dict
+    extra: dict
+    device: str
+    arch: str
+
+
+@dataclass(slots=True)
+class SeriesInfo:
+    identity: str
+    repo: str
+    benchmark: str
+    mode: str
+    dtype: str
+    model: str
+    model_type: str
+    backend: str
+    suite: str
+    origins: list
+    device: str
+    arch: str
+    metric: str
+    extra_info: dict
+
+
+@dataclass(slots=True)
+class ResultInfo:
+    run: str  # RunInfo.identity
+    series: str  # SeriesInfo.identity
+    timestamp: int
+    values: list[float]
+    value: float | None
+    target: float | None
+    string_values: list[str] | None
+    extra_info: dict | None
+    unknown: dict | None
+
+
+@dataclass
+class Batch:
+    """A normalised upload: distinct runs and series, and one result per record."""
+
+    runs: dict[str, RunInfo] = field(default_factory=dict)
+    series: dict[str, SeriesInfo] = field(default_factory=dict)
+    results: list[ResultInfo] = field(default_factory=list)
+
+    @property
+    def repos(self) -> set[str]:
+        return {run.repo for run in self.runs.values()}
+
+
+def parse_body(body: bytes) -> tuple[list[Any], dict[str, Any]]:
+    """Split a body into its records and the envelope's metadata (empty when none)."""
+    if not body.strip():
+        raise BodyError("body: empty; expected a JSON list, a JSON object or JSON Lines")
+    try:
+        document = _loads(body)
+    except ValueError as whole_error:
+        lines = [line for line in body.splitlines() if line.strip()]
+        if len(lines) < 2:
+            raise BodyError(f"body: invalid JSON: {whole_error}") from None
+        records = []
+        for number, line in enumerate(body.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(_loads(line))
+            except ValueError as error:
+                raise BodyError(f"body: line {number}: invalid JSON: {error}") from None
+        return records, {}
+    if isinstance(document, list):
+        return document, {}
+    if isinstance(document, dict):
+        if "records" in document and "benchmark" not in document:
+            metadata = document.get("metadata") or {}
+            if not isinstance(metadata, dict):
+                raise BodyError("metadata: expected an object")
+            records = document["records"]
+            if not isinstance(records, list):
+                raise BodyError("records: expected a list of records")
+            return records, metadata
+        return [document], {}
+    raise BodyError(f"body: expected a JSON list or object, got {_type(document)}")
+
+
+def _loads(text: bytes) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        # Python's json writes bare NaN/Infinity by default, and so do some real writers.
+        return json.loads(text)
+
+
+def normalize(
+    records: list[Any], metadata: dict[str, Any] | None = None
+) -> tuple[Batch, list[str]]:
+    """Normalise records, filling run metadata they lack from `metadata`.
+
+    Returns the batch and every problem found; a batch with problems must not be stored.
+    """
+    request_meta = metadata or {}
+    batch = Batch()
+    errors: list[str] = []
+    if not records:
+        errors.append("records: no records in the upload")
+    for index, record in enumerate(records):
+        problems = _Problems(f"records[{index}]")
+        result = _normalize_record(record, request_meta, batch, problems)
+        if problems.items:
+            errors.extend(problems.items)
+        elif result is not None:
+            batch.results.append(result)
+    return batch, errors
+
+
+def validate_records(records: list[Any], metadata: dict[str, Any] | None = None) -> list[str]:
+    """The problems the upload API would report for these records (empty when valid)."""
+    return normalize(records, metadata)[1]
+
+
+class _Problems:
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.items: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.items.append(f"{self.prefix}.{path}: {message}")
+
+
+def _normalize_record(
+    record: Any, request_meta: dict, batch: Batch, problems: _Problems
+) -> ResultInfo | None:
+    if not isinstance(record, dict):
+        problems.items.append(f"{problems.prefix}: expected an object, got {_type(record)}")
+        return None
+    unknown = {key: value for key, value in record.items() if key not in KNOWN_TOP}
+
+    benchmark = _object(record, "benchmark", problems)
+    model = _object(record, "model", problems)
+    metric = _object(record, "metric", problems)
+    bench_name = _text(benchmark, "name", "benchmark.name", problems, required=True)
+    model_name = _text(model, "name", "model.name", problems, required=True)
+    # Some writers put the metric's name under `type`.
+    misplaced = "name" not in metric and "type" in metric
+    metric_name = _text(metric, "type" if misplaced else "name",
+                        "metric.type" if misplaced else "metric.name", problems, required=True)
+    for part, known, name in ((benchmark, KNOWN_BENCHMARK, "benchmark"),
+                              (model, KNOWN_MODEL, "model"), (metric, KNOWN_METRIC, "metric")):
+        for key, value in part.items():
+            if key not in known:
+                unknown[f"{name}.{key}"] = value
+
+    bench_extra = _extra(benchmark.get("extra_info"), "benchmark.extra_info", problems)
+    model_extra = _extra(model.get("extra_info"), "model.extra_info", problems)
+    metric_extra = _extra(metric.get("extra_info"), "metric.extra_info", problems)
+    inputs = _extra(record.get("inputs"), "inputs", problems)
+    origins = _origins(model.get("origins"), problems)
+    runners = _runners(record.get("runners"), problems)
+    dependencies = _extra(record.get("dependencies"), "dependencies", problems)
+
+    values = _numbers(metric.get("benchmark_values"), problems)
+    string_values = _strings(metric_extra.pop("benchmark_values", None), problems)
+    if not values and not string_values:
+        problems.add(
+            "metric.benchmark_values",
+            "at least one value is required (numbers in metric.benchmark_values or strings "
+            "in metric.extra_info.benchmark_values)",
+        )
+    target = _number(metric.get("target_value"), "metric.target_value", problems)
+
+    meta = _run_meta(record, request_meta, problems)
+    if problems.items:
+        return None
+
+    first_runner = runners[0] if runners else {}
+    device = _derived(first_runner.get("name"), bench_extra.get("device"), "cpu")
+    arch = _derived(
+        first_runner.get("type"), bench_extra.get("arch"), first_runner.get("cpu_info"), ""
+    )
+    run_extra = {key: record[key] for key in OPTIONAL_RUN_FIELDS if key in record}
+    run_identity = _digest([meta[key] for key in RUN_FIELDS if key != "timestamp"]
+                           + [runners, dependencies, run_extra])
+    run = batch.runs.get(run_identity)
+    if run is None:
+        batch.runs[run_identity] = RunInfo(
+            identity=run_identity, **meta, runners=runners, dependencies=dependencies,
+            extra=run_extra, device=device, arch=arch,
+        )
+    elif meta["timestamp"] < run.timestamp:
+        run.timestamp = meta["timestamp"]
+
+    identifying = {
+        key: value
+        for key, value in (("benchmark", bench_extra), ("model", model_extra), ("inputs", inputs))
+        if value
+    }
+    series_fields = [
+        meta["repo"], bench_name, _opt_text(benchmark, "mode", "benchmark", problems),
+        _opt_text(benchmark, "dtype", "benchmark", problems), model_name,
+        _opt_text(model, "type", "model", problems), _opt_text(model, "backend", "model", problems),
+        origins, device, arch, metric_name, identifying,
+    ]
+    if problems.items:
+        return None
+    series_identity = _digest(series_fields)
+    if series_identity not in batch.series:
+        (repo, bench, mode, dtype, model_n, model_type, backend, _, _, _, metric_n, _) = (
+            series_fields
+        )
+        batch.series[series_identity] = SeriesInfo(
+            identity=series_identity, repo=repo, benchmark=bench, mode=mode, dtype=dtype,
+            model=model_n, model_type=model_type, backend=backend,
+            suite=origins[0] if origins else "", origins=origins, device=device, arch=arch,
+            metric=metric_n, extra_info=identifying,
+        )
+    return ResultInfo(
+        run=run_identity,
+        series=series_identity,
+        timestamp=meta["timestamp"],
+        values=values,
+        value=aggregate(values),
+        target=target or None,
+        string_values=string_values or None,
+        extra_info=metric_extra or None,
+        unknown=_finite(unknown) if unknown else None,
+    )
+
+
+def aggregate(values: list[float]) -> float | None:
+    """The value charts use: the median of the repetitions (NaN ones are missing)."""
+    present = [value for value in values if not math.isnan(value)]
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else statistics.median(present)
+
+
+def _run_meta(record: dict, request_meta: dict, problems: _Problems) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for key in RUN_FIELDS:
+        value = record.get(key)
+        where = key
+        if value is None or value == "":
+            value = request_meta.get(key)
+            where = f"{key} (from the request)"
+        if key in INT_RUN_FIELDS:
+            meta[key] = _integer(value, where, problems, default=1 if key == "run_attempt" else 0)
+        elif key == "timestamp":
+            meta[key] = _timestamp(value, where, problems)
+        elif value is None or value == "":
+            if key in REQUIRED_RUN_FIELDS:
+                problems.add(key, "required: give it in the record, in the envelope's metadata "
+                             f"or as the ?{key}= query parameter")
+            meta[key] = ""
+        elif not isinstance(value, str):
+            problems.add(where, f"expected a string, got {_type(value)}")
+        elif len(value) > MAX_TEXT:
+            problems.add(where, f"longer than {MAX_TEXT} characters")
+        else:
+            meta[key] = value
+    repo = meta.get("repo", "")
+    if repo and (repo.count("/") != 1 or repo.startswith("/") or repo.endswith("/")):
+        problems.add("repo", f"expected 'owner/name', got {repo!r}")
+    return meta
+
+
+def _object(parent: dict, key: str, problems: _Problems) -> dict:
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.add(key, f"expected an object, got {_type(value)}")
+        return {}
+    return value
+
+
+def _text(parent: dict, key: str, path: str, problems: _Problems, required: bool = False):
+    value = parent.get(key)
+    if value is None or value == "":
+        if required:
+            problems.add(path, "required")
+        return None
+    if not isinstance(value, str):
+        problems.add(path, f"expected a string, got {_type(value)}")
+        return None
+    if len(value) > MAX_TEXT:
+        problems.add(path, f"longer than {MAX_TEXT} characters")
+        return None
+    return value
+
+
+def _opt_text(parent: dict, key: str, prefix: str, problems: _Problems) -> str:
+    return _text(parent, key, f"{prefix}.{key}", problems) or ""
+
+
+def _extra(value: Any, path: str, problems: _Problems) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.add(path, f"expected an object, got {_type(value)}")
+        return {}
+    return _finite(value)
+
+
+def _finite(value: Any) -> Any:
+    """JSON columns cannot hold NaN/Infinity: such floats are kept as strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _origins(value: Any, problems: _Problems) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        problems.add("model.origins", "expected a list of strings")
+        return []
+    return value
+
+
+def _runners(value: Any, problems: _Problems) -> list[dict]:
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        problems.add("runners", "expected a list of objects")
+        return []
+    return _finite(value)
+
+
+def _numbers(value: Any, problems: _Problems) -> list[float]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        value = [value]  # a bare number
+    numbers = []
+    for position, item in enumerate(value):
+        number = _number(item, f"metric.benchmark_values[{position}]", problems, missing=math.nan)
+        if number is not None:
+            numbers.append(number)
+    return numbers
+
+
+def _number(value: Any, path: str, problems: _Problems, missing: float | None = None):
+    if value is None:
+        return missing
+    if isinstance(value, bool):
+        problems.add(path, "expected a number, got a boolean")
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)  # "inf", "-inf", "nan", "1.5"
+        except ValueError:
+            pass
+    problems.add(path, f"expected a number, got {_type(value)} {value!r:.40}")
+    return None
+
+
+def _strings(value: Any, problems: _Problems) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        value = [value]
+    if not all(isinstance(item, str | int | float) and not isinstance(item, bool)
+               for item in value):
+        problems.add("metric.extra_info.benchmark_values", "expected a list of strings")
+        return []
+    return [str(item) for item in value]
+
+
+def _integer(value: Any, path: str, problems: _Problems, default: int) -> int:
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        problems.add(path, "expected an integer, got a boolean")
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    problems.add(path, f"expected an integer, got {_type(value)} {value!r:.40}")
+    return default
+
+
+def _timestamp(value: Any, path: str, problems: _Problems) -> int:
+    """Unix seconds; also accepts numeric strings and ISO 8601. Missing means now."""
+    if value is None or value == "":
+        return int(datetime.now(UTC).timestamp())
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(float(value))
+        except ValueError:
+            pass
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            return int(parsed.timestamp())
+    problems.add(path, f"expected Unix seconds or an ISO 8601 time, got {value!r:.40}")
+    return 0
+
+
+def _derived(*candidates: Any) -> str:
+    for candidate in candidates:
+        if candidate not in (None, ""):
+            return str(candidate)[:MAX_TEXT]
+    return ""
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _type(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), type(value).__name__)

@@ -1,0 +1,1 @@
+"""HUD-like dashboard pages rendered with plotly."""

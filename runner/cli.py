@@ -1,0 +1,19 @@
+"""`python -m runner`: one sub-command per module, each registering its own parser."""
+
+from __future__ import annotations
+
+import argparse
+
+from runner import upload
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m runner", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    upload.add_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)

@@ -1,0 +1,156 @@
+"""Upload client for CI: `python -m runner upload FILE... --server URL --token T`.
+
+Plain HTTP (urllib), no Django. A file is sent as it is (JSON list, one object or JSON Lines,
+the server accepts all three), gzip-compressed, with the run metadata it lacks passed as
+query parameters. Every request carries an Idempotency-Key derived from its content, so a
+retry after a timeout can never store results twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+METADATA_FIELDS = (
+    "repo",
+    "head_branch",
+    "head_sha",
+    "workflow_id",
+    "run_attempt",
+    "job_id",
+    "name",
+    "timestamp",
+)
+RETRYABLE_STATUS = {429, 500, 502, 503, 504}
+
+
+class UploadError(Exception):
+    """The server refused an upload, or could not be reached after every retry."""
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    upload_id: int
+    records: int
+    created: bool  # False when the server recognised a repeat of an earlier upload
+
+
+def ci_metadata(env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Run metadata from a GitHub Actions environment; empty outside CI."""
+    ref_name = env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME")
+    found = {
+        "repo": env.get("GITHUB_REPOSITORY"),
+        "head_sha": env.get("GITHUB_SHA"),
+        "head_branch": ref_name,
+        "workflow_id": env.get("GITHUB_RUN_ID"),
+        "run_attempt": env.get("GITHUB_RUN_ATTEMPT"),
+        "job_id": env.get("GITHUB_JOB_ID"),
+        "name": env.get("GITHUB_WORKFLOW"),
+    }
+    return {key: value for key, value in found.items() if value}
+
+
+def upload_bytes(
+    body: bytes,
+    server: str,
+    token: str,
+    metadata: Mapping[str, object] | None = None,
+    *,
+    retries: int = 4,
+    timeout: float = 120.0,
+    backoff: float = 1.0,
+) -> UploadResult:
+    """POST one payload to `{server}/api/v3/results`, retrying transient failures."""
+    params = {k: str(v) for k, v in (metadata or {}).items() if v is not None and v != ""}
+    query = urllib.parse.urlencode(sorted(params.items()))
+    url = server.rstrip("/") + "/api/v3/results" + (f"?{query}" if query else "")
+    key = hashlib.sha256(query.encode() + b"\n" + body).hexdigest()
+    compressed = gzip.compress(body, compresslevel=5)
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Content-Encoding": "gzip",
+        "Idempotency-Key": key,
+    }
+    last_problem = ""
+    for attempt in range(retries + 1):
+        if attempt:
+            time.sleep(backoff * 2 ** (attempt - 1))
+        request = urllib.request.Request(url, data=compressed, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                answer = json.loads(response.read())
+                return UploadResult(
+                    upload_id=answer["upload_id"],
+                    records=answer["records"],
+                    created=response.status == 201,
+                )
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode("utf-8", "replace")
+            if error.code not in RETRYABLE_STATUS:
+                raise UploadError(f"{url}: HTTP {error.code}: {detail}") from None
+            last_problem = f"HTTP {error.code}: {detail}"
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+            last_problem = str(getattr(error, "reason", error))
+    raise UploadError(f"{url}: gave up after {retries + 1} attempts: {last_problem}")
+
+
+def upload_records(
+    records: list[dict], server: str, token: str, metadata: Mapping[str, object] | None = None
+) -> UploadResult:
+    """Upload records held in memory (the runner's `--upload`)."""
+    body = json.dumps(records, separators=(",", ":"), allow_nan=False).encode()
+    return upload_bytes(body, server, token, {**ci_metadata(), **(metadata or {})})
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "upload",
+        help="upload OSS benchmark records to a results server",
+        description=(
+            "Upload files of PyTorch OSS benchmark records (a JSON list, one JSON object, or "
+            "JSON Lines). Run metadata missing from the records is taken from the options, "
+            "then from the GitHub Actions environment."
+        ),
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    parser.add_argument("--server", required=True, help="base URL, e.g. https://bench.example")
+    parser.add_argument(
+        "--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"), help="upload token "
+        "(default: $BENCH_UPLOAD_TOKEN)"
+    )
+    for field in METADATA_FIELDS:
+        parser.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
+    parser.add_argument("--retries", type=int, default=4)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.token:
+        print("error: --token or $BENCH_UPLOAD_TOKEN is required", file=sys.stderr)
+        return 2
+    given = {field: getattr(args, field) for field in METADATA_FIELDS}
+    metadata = {**ci_metadata(), **{k: v for k, v in given.items() if v}}
+    failed = 0
+    for path in args.files:
+        try:
+            result = upload_bytes(path.read_bytes(), args.server, args.token, metadata,
+                                  retries=args.retries)
+        except (OSError, UploadError) as error:
+            print(f"{path}: {error}", file=sys.stderr)
+            failed += 1
+            continue
+        state = "stored" if result.created else "already stored"
+        print(f"{path}: {state} as upload {result.upload_id} ({result.records} records)")
+    return 1 if failed else 0

@@ -1,0 +1,60 @@
+"""Shared fixtures, and the rule that CI never skips into green.
+
+With CI=true, the run stops at once unless the real PostgreSQL and Redis answer.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+
+def _reachable(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    default_port = {"postgres": 5432, "postgresql": 5432, "redis": 6379}.get(parts.scheme, 0)
+    try:
+        with socket.create_connection((parts.hostname, parts.port or default_port), timeout=3):
+            return True
+    except OSError:
+        return False
+
+
+def pytest_sessionstart(session):
+    if os.environ.get("CI") != "true":
+        return
+    database = os.environ.get("DATABASE_URL", "")
+    broker = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    problems = []
+    if not database.startswith(("postgres://", "postgresql://")):
+        problems.append(f"DATABASE_URL={database!r}: CI must test against PostgreSQL")
+    elif not _reachable(database):
+        problems.append(f"PostgreSQL at {database} is unreachable")
+    if not _reachable(broker):
+        problems.append(f"Redis at {broker} is unreachable")
+    if problems:
+        pytest.exit("CI=true and a required service is missing: " + "; ".join(problems),
+                    returncode=3)
+
+
+@pytest.fixture
+def make_token(db):
+    from benchsite.results.models import UploadToken
+
+    def make(*repos: str, name: str = "ci") -> str:
+        token = UploadToken(name=name, repos=list(repos) or ["pytorch/ao"])
+        secret = token.issue()
+        token.save()
+        return secret
+
+    return make
+
+
+@pytest.fixture
+def api(db):
+    from rest_framework.test import APIClient
+
+    return APIClient()

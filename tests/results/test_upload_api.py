@@ -1,0 +1,252 @@
+"""POST /api/v3/results: every accepted shape and every refusal."""
+
+import gzip
+import json
+import math
+
+import pytest
+from django.test import override_settings
+
+from benchsite.results.models import Result, Run, Series, Upload
+from tests.results.samples import INDUCTOR_ACCURACY, META, MINIMAL, TORCHAO, VLLM, record
+
+URL = "/api/v3/results"
+
+
+def post(api, token, body, query="", **headers):
+    if not isinstance(body, bytes):
+        body = json.dumps(body).encode()
+    headers = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in headers.items()}
+    if token:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    return api.generic("POST", URL + query, body, content_type="application/json", **headers)
+
+
+def stored_counts():
+    return (Upload.objects.count(), Run.objects.count(), Series.objects.count(),
+            Result.objects.count())
+
+
+@pytest.fixture
+def token(make_token):
+    return make_token("pytorch/ao", "vllm-project/*")
+
+
+def test_json_list_is_stored_with_run_and_series(api, token):
+    records = [record(**META), record(**META, metric={**TORCHAO["metric"],
+                                                      "name": "Bfloat16 Fwd Time (ms)",
+                                                      "benchmark_values": [0.5, 0.7, 0.6]})]
+    response = post(api, token, records)
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["records"] == 2 and body["created"] is True
+    run = Run.objects.get()
+    assert (run.repo, run.head_branch, run.head_sha, run.workflow_id, run.job_id) == (
+        "pytorch/ao", "main", "a" * 40, 1001, 2002)
+    assert run.result_count == 2 and run.timestamp.timestamp() == META["timestamp"]
+    series = Series.objects.get(metric="Fwd Speedup (x)")
+    assert (series.benchmark, series.dtype, series.model, series.suite, series.device,
+            series.arch) == ("micro-benchmark api", "int8wo", "int8wo-1024-1024-1024",
+                             "torchao", "cuda", "NVIDIA H100 80GB HBM3")
+    assert series.extra_info["benchmark"]["torch_compile_mode"] == "max-autotune"
+    timing = Result.objects.get(series__metric="Bfloat16 Fwd Time (ms)")
+    assert timing.values == [0.5, 0.7, 0.6] and timing.value == 0.6
+    assert Upload.objects.get().payload() == json.dumps(records).encode()
+
+
+def test_single_object(api, token):
+    response = post(api, token, record(**META))
+    assert response.status_code == 201
+    assert Result.objects.get().value == 1.25
+
+
+def test_json_lines_with_query_metadata(api, token):
+    lines = "\n".join(json.dumps(record()) for _ in range(2)) + "\n\n"
+    lines = lines.replace('"Fwd Speedup (x)"', '"m"', 1)
+    response = post(api, token, lines.encode(),
+                    "?repo=pytorch/ao&head_branch=main&head_sha=abc&workflow_id=7&timestamp=5")
+    assert response.status_code == 201, response.json()
+    assert response.json()["records"] == 2
+    run = Run.objects.get()
+    assert (run.head_sha, run.workflow_id, run.timestamp.timestamp()) == ("abc", 7, 5)
+
+
+def test_record_fields_win_over_request_metadata(api, token):
+    response = post(api, token, [record(**META)], "?head_sha=other&head_branch=x")
+    assert response.status_code == 201
+    assert Run.objects.get().head_sha == "a" * 40
+
+
+def test_gzip_body(api, token):
+    body = gzip.compress(json.dumps([record(**META)]).encode())
+    response = post(api, token, body, content_encoding="gzip")
+    assert response.status_code == 201, response.json()
+    assert bytes(Upload.objects.get().payload_gzip) == body
+
+
+def test_envelope_metadata(api, token):
+    envelope = {"metadata": META, "records": [record(), record(MINIMAL)]}
+    response = post(api, token, envelope)
+    assert response.status_code == 201, response.json()
+    assert Run.objects.get().name == "nightly"
+    minimal = Result.objects.get(series__benchmark="executorch")
+    assert minimal.values == [3.5]
+    assert (minimal.series.device, minimal.series.mode) == ("cpu", "")
+
+
+def test_inductor_string_accuracy(api, token):
+    response = post(api, token, [record(INDUCTOR_ACCURACY, **META)])
+    assert response.status_code == 201, response.json()
+    result = Result.objects.get()
+    assert result.string_values == ["pass"]
+    assert result.values == [] and result.value is None and result.target is None
+    assert result.series.backend == "inductor" and result.series.suite == "torchbench"
+
+
+def test_vllm_nested_extra_info_and_inf(api, token):
+    response = post(api, token, [record(VLLM, **{**META, "repo": "vllm-project/vllm"})])
+    assert response.status_code == 201, response.json()
+    result = Result.objects.select_related("series", "run").get()
+    assert math.isinf(result.values[0]) and result.values[1] == 12.5
+    assert result.target == 10
+    assert result.extra_info == {"unit": "ms"}
+    assert (result.series.device, result.series.arch) == ("cuda", "NVIDIA H100 80GB HBM3")
+    args = result.series.extra_info["benchmark"]["args"]
+    assert args["nested"]["depth"]["ok"] == 1.5 and args["max_num_seqs"] is None
+    assert result.run.dependencies["torch"]["version"] == "2.13.0"
+    assert result.run.runners[0]["extra_info"] == {"driver": "550"}
+
+
+def test_bare_nan_and_infinity_tokens(api, token):
+    body = json.dumps([record(**META, metric={"name": "x", "benchmark_values":
+                                              [float("nan"), float("inf"), 2.0]})])
+    assert "NaN" in body
+    response = post(api, token, body.encode())
+    assert response.status_code == 201, response.json()
+    result = Result.objects.get()
+    assert math.isnan(result.values[0]) and result.value == math.inf
+
+
+def test_unknown_fields_are_kept(api, token):
+    item = record(**META, servicelab_trial_id=9, custom_top={"a": 1})
+    item["model"]["weird"] = "kept"
+    item["metric"]["extra_info"]["note"] = float("inf")
+    response = post(api, token, [item])
+    assert response.status_code == 201
+    result = Result.objects.get()
+    assert result.unknown == {"custom_top": {"a": 1}, "model.weird": "kept"}
+    assert result.extra_info == {"unit": "x", "note": "inf"}
+    assert result.run.extra == {"servicelab_trial_id": 9}
+
+
+def test_repeat_returns_first_upload(api, token):
+    first = post(api, token, [record(**META)])
+    again = post(api, token, [record(**META)])
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json() == {**first.json(), "created": False}
+    assert stored_counts() == (1, 1, 1, 1)
+
+
+def test_idempotency_key(api, token):
+    first = post(api, token, [record(**META)], idempotency_key="job-1")
+    again = post(api, token, [record(**META)], idempotency_key="job-1")
+    assert again.status_code == 200 and again.json()["upload_id"] == first.json()["upload_id"]
+    other = post(api, token, [record(**{**META, "head_sha": "b" * 40})], idempotency_key="job-1")
+    assert other.status_code == 409
+    assert "job-1" in other.json()["errors"][0]
+    assert stored_counts() == (1, 1, 1, 1)
+
+
+def test_second_run_reuses_series(api, token):
+    post(api, token, [record(**META)])
+    response = post(api, token, [record(**{**META, "head_sha": "b" * 40, "workflow_id": 2})])
+    assert response.status_code == 201
+    assert (Run.objects.count(), Series.objects.count(), Result.objects.count()) == (2, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"[{not json", "body: invalid JSON"),
+        (b"", "body: empty"),
+        (b"42", "body: expected a JSON list or object"),
+        (b'{"a": 1}\n{broken\n', "body: line 2: invalid JSON"),
+        ([record(**META, model={"type": "x"})], "records[0].model.name: required"),
+        ([record(**META, benchmark={"name": 5})],
+         "records[0].benchmark.name: expected a string, got int"),
+        ([record(**META, metric={"name": "m", "benchmark_values": ["fast"]})],
+         "records[0].metric.benchmark_values[0]: expected a number, got a string 'fast'"),
+        ([record(**META, metric={"name": "m", "benchmark_values": []})],
+         "records[0].metric.benchmark_values: at least one value is required"),
+        ([record(**{**META, "workflow_id": "seven"})],
+         "records[0].workflow_id: expected an integer, got a string 'seven'"),
+        ([record(**{**META, "repo": "no-slash"})],
+         "records[0].repo: expected 'owner/name', got 'no-slash'"),
+        ([record(**{**META, "head_sha": None})], "records[0].head_sha: required"),
+        ([record(**META, runners="h100")], "records[0].runners: expected a list of objects"),
+        (["just a string"], "records[0]: expected an object, got a string"),
+        ({"metadata": META, "records": []}, "records: no records in the upload"),
+    ],
+)
+def test_refusals_name_the_problem_and_write_nothing(api, token, body, expected):
+    response = post(api, token, body)
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert any(error.startswith(expected) for error in errors), errors
+    assert stored_counts() == (0, 0, 0, 0)
+
+
+def test_every_problem_is_listed_and_a_partly_bad_upload_writes_nothing(api, token):
+    records = [record(**META), record(**META, model={}), record(**META, metric={"name": "m"})]
+    response = post(api, token, records)
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        "records[1].model.name: required",
+        "records[2].metric.benchmark_values: at least one value is required (numbers in "
+        "metric.benchmark_values or strings in metric.extra_info.benchmark_values)",
+    ]
+    assert stored_counts() == (0, 0, 0, 0)
+
+
+def test_missing_token_wrong_token_and_other_repo(api, token, make_token):
+    assert post(api, None, [record(**META)]).status_code == 401
+    assert post(api, "bst_wrong", [record(**META)]).status_code == 401
+    other = post(api, make_token("someone/else"), [record(**META)])
+    assert other.status_code == 403
+    assert "pytorch/ao" in other.json()["errors"][0]
+    assert stored_counts() == (0, 0, 0, 0)
+
+
+def test_revoked_token(api, token):
+    from benchsite.results.models import UploadToken
+
+    UploadToken.objects.update(is_active=False)
+    assert post(api, token, [record(**META)]).status_code == 401
+
+
+@override_settings(BENCH_UPLOAD_MAX_BYTES=2000, DATA_UPLOAD_MAX_MEMORY_SIZE=2000)
+def test_oversize_body_is_413_with_the_limit(api, token):
+    response = post(api, token, [record(**META)] * 10)
+    assert response.status_code == 413
+    assert "2000 bytes" in response.json()["errors"][0]
+    bomb = gzip.compress(json.dumps([record(**META)] * 50).encode())
+    assert len(bomb) < 2000
+    assert post(api, token, bomb, content_encoding="gzip").status_code == 413
+    assert stored_counts() == (0, 0, 0, 0)
+
+
+def test_bad_gzip_and_unknown_encoding(api, token):
+    assert post(api, token, b"not gzip", content_encoding="gzip").status_code == 400
+    assert post(api, token, b"[]", content_encoding="br").status_code == 415
+
+
+def test_create_upload_token_command(api, db, capsys):
+    from django.core.management import call_command
+
+    call_command("create_upload_token", "--repo", "pytorch/ao")
+    secret = capsys.readouterr().out.strip()
+    assert secret.startswith("bst_")
+    assert post(api, secret, [record(**META)]).status_code == 201
+    from benchsite.results.models import UploadToken
+
+    assert UploadToken.objects.get().digest == UploadToken.hash(secret)  # stored hashed
