@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -144,13 +144,7 @@ def _store_batch(upload: Upload, batch: v3.Batch) -> None:
         origins=series.origins, device=series.device, arch=series.arch,
         metric=series.metric, extra_info=series.extra_info,
     ))
-    rows = (
-        (series_ids[result.series], run_ids[result.run], upload.pk, _datetime(result.timestamp),
-         result.value, result.values, result.target, result.string_values, result.extra_info,
-         result.unknown)
-        for result in batch.results
-    )
-    _insert_results(rows)
+    _insert_results(upload.pk, batch.results, run_ids, series_ids)
     counts: dict[int, int] = {}
     for result in batch.results:
         counts[run_ids[result.run]] = counts.get(run_ids[result.run], 0) + 1
@@ -173,6 +167,14 @@ def _upsert(model, items: Iterable[Any], build) -> dict[str, int]:
 
 
 def _ids_by_identity(model, identities: list[str]) -> dict[str, int]:
+    if connection.vendor == "postgresql":
+        # One array parameter: an IN list of thousands of parameters is slow to build.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT identity, id FROM {model._meta.db_table} WHERE identity = ANY(%s)",
+                [identities],
+            )
+            return dict(cursor.fetchall())
     found: dict[str, int] = {}
     for start in range(0, len(identities), LOOKUP_CHUNK):
         chunk = identities[start : start + LOOKUP_CHUNK]
@@ -182,23 +184,50 @@ def _ids_by_identity(model, identities: list[str]) -> dict[str, int]:
 
 RESULT_COLUMNS = ("series_id", "run_id", "upload_id", "timestamp", "value", "values", "target",
                   "string_values", "extra_info", "unknown")
+COPY_CHUNK = 5000
 
 
-def _insert_results(rows: Iterator[tuple]) -> None:
-    if connection.vendor == "postgresql":
-        from psycopg.types.json import Jsonb
-
-        columns = ", ".join(f'"{column}"' for column in RESULT_COLUMNS)
-        sql = f"COPY {Result._meta.db_table} ({columns}) FROM STDIN"
-        with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-            for row in rows:
-                copy.write_row(
-                    (*row[:7], *(None if item is None else Jsonb(item) for item in row[7:]))
-                )
+def _insert_results(upload_id: int, results: list[v3.ResultInfo], run_ids: dict[str, int],
+                    series_ids: dict[str, int]) -> None:
+    if connection.vendor != "postgresql":
+        Result.objects.bulk_create(
+            (Result(series_id=series_ids[r.series], run_id=run_ids[r.run], upload_id=upload_id,
+                    timestamp=_datetime(r.timestamp), value=r.value, values=r.values,
+                    target=r.target, string_values=r.string_values, extra_info=r.extra_info,
+                    unknown=r.unknown) for r in results),
+            batch_size=2000,
+        )
         return
-    Result.objects.bulk_create(
-        (Result(**dict(zip(RESULT_COLUMNS, row, strict=True))) for row in rows), batch_size=2000
-    )
+    # COPY in text format, built here: several times faster than adapting row by row.
+    columns = ", ".join(f'"{column}"' for column in RESULT_COLUMNS)
+    sql = f"COPY {Result._meta.db_table} ({columns}) FROM STDIN"
+    times: dict[int, str] = {}
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        for start in range(0, len(results), COPY_CHUNK):
+            lines = []
+            for r in results[start : start + COPY_CHUNK]:
+                when = times.get(r.timestamp)
+                if when is None:
+                    when = times[r.timestamp] = _datetime(r.timestamp).isoformat()
+                lines.append("\t".join((
+                    str(series_ids[r.series]), str(run_ids[r.run]), str(upload_id), when,
+                    _copy_float(r.value), "{" + ",".join(map(repr, r.values)) + "}",
+                    _copy_float(r.target), _copy_json(r.string_values),
+                    _copy_json(r.extra_info), _copy_json(r.unknown),
+                )))
+            lines.append("")
+            copy.write("\n".join(lines))
+
+
+def _copy_float(value: float | None) -> str:
+    return "\\N" if value is None else repr(value)
+
+
+def _copy_json(value: Any) -> str:
+    if value is None:
+        return "\\N"
+    # JSON text never holds a raw tab or newline; only backslashes need COPY's escaping.
+    return orjson.dumps(value).decode().replace("\\", "\\\\")
 
 
 def _datetime(timestamp: int) -> datetime:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
 from benchsite.results.models import UploadToken
@@ -39,3 +40,12 @@ class HasUploadToken(permissions.BasePermission):
 
     def has_permission(self, request, view):
         return isinstance(request.auth, UploadToken)
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = BearerTokenAuthentication
+    name = "uploadToken"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer",
+                "description": "an upload token from the admin or create_upload_token"}

@@ -152,12 +152,16 @@ def parse_body(body: bytes) -> tuple[list[Any], dict[str, Any]]:
     raise BodyError(f"body: expected a JSON list or object, got {_type(document)}")
 
 
+CONSTANTS = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
+
+
 def _loads(text: bytes) -> Any:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         # Python's json writes bare NaN/Infinity by default, and so do some real writers.
-        return json.loads(text)
+        # They become the strings "nan"/"inf", which values accept and JSON columns can hold.
+        return json.loads(text, parse_constant=CONSTANTS.__getitem__)
 
 
 def normalize(
@@ -167,19 +171,18 @@ def normalize(
 
     Returns the batch and every problem found; a batch with problems must not be stored.
     """
-    request_meta = metadata or {}
-    batch = Batch()
+    normalizer = _Normalizer(metadata or {})
     errors: list[str] = []
     if not records:
         errors.append("records: no records in the upload")
     for index, record in enumerate(records):
         problems = _Problems(f"records[{index}]")
-        result = _normalize_record(record, request_meta, batch, problems)
+        result = normalizer.record(record, problems)
         if problems.items:
             errors.extend(problems.items)
         elif result is not None:
-            batch.results.append(result)
-    return batch, errors
+            normalizer.batch.results.append(result)
+    return normalizer.batch, errors
 
 
 def validate_records(records: list[Any], metadata: dict[str, Any] | None = None) -> list[str]:
@@ -191,13 +194,52 @@ class _Problems:
     def __init__(self, prefix: str):
         self.prefix = prefix
         self.items: list[str] = []
+        self.pairs: list[tuple[str, str]] = []
 
     def add(self, path: str, message: str) -> None:
         self.items.append(f"{self.prefix}.{path}: {message}")
+        self.pairs.append((path, message))
+
+
+class _Normalizer:
+    """Normalises the records of one upload. Records of one upload mostly share their run
+    metadata and runner, so those are checked and hashed once per distinct value."""
+
+    def __init__(self, request_meta: dict[str, Any]):
+        self.request_meta = request_meta
+        self.batch = Batch()
+        self.meta_cache: dict[tuple, tuple[dict, list]] = {}
+        self.run_identities: dict[bytes, str] = {}
+
+    def record(self, record: Any, problems: _Problems) -> ResultInfo | None:
+        return _normalize_record(record, self, problems)
+
+    def run_meta(self, record: dict, problems: _Problems) -> dict[str, Any]:
+        key = tuple(record.get(field) for field in RUN_FIELDS)
+        try:
+            cached = self.meta_cache.get(key)
+        except TypeError:  # unhashable values: a bad record, checked without the cache
+            return _run_meta(record, self.request_meta, problems)
+        if cached is None:
+            found = _Problems("")
+            cached = self.meta_cache[key] = (_run_meta(record, self.request_meta, found),
+                                             found.pairs)
+        for path, message in cached[1]:
+            problems.add(path, message)
+        return cached[0]
+
+    def run_identity(self, meta: dict, runners: list, dependencies: dict, extra: dict) -> str:
+        parts = [meta[key] for key in RUN_FIELDS if key != "timestamp"]
+        parts += [runners, dependencies, extra]
+        key = orjson.dumps(parts)
+        identity = self.run_identities.get(key)
+        if identity is None:
+            identity = self.run_identities[key] = _digest(parts)
+        return identity
 
 
 def _normalize_record(
-    record: Any, request_meta: dict, batch: Batch, problems: _Problems
+    record: Any, normalizer: _Normalizer, problems: _Problems
 ) -> ResultInfo | None:
     if not isinstance(record, dict):
         problems.items.append(f"{problems.prefix}: expected an object, got {_type(record)}")
@@ -228,7 +270,9 @@ def _normalize_record(
     dependencies = _extra(record.get("dependencies"), "dependencies", problems)
 
     values = _numbers(metric.get("benchmark_values"), problems)
-    string_values = _strings(metric_extra.pop("benchmark_values", None), problems)
+    string_values = _strings(metric_extra.get("benchmark_values"), problems)
+    if "benchmark_values" in metric_extra:
+        metric_extra = {k: v for k, v in metric_extra.items() if k != "benchmark_values"}
     if not values and not string_values:
         problems.add(
             "metric.benchmark_values",
@@ -237,7 +281,7 @@ def _normalize_record(
         )
     target = _number(metric.get("target_value"), "metric.target_value", problems)
 
-    meta = _run_meta(record, request_meta, problems)
+    meta = normalizer.run_meta(record, problems)
     if problems.items:
         return None
 
@@ -247,8 +291,8 @@ def _normalize_record(
         first_runner.get("type"), bench_extra.get("arch"), first_runner.get("cpu_info"), ""
     )
     run_extra = {key: record[key] for key in OPTIONAL_RUN_FIELDS if key in record}
-    run_identity = _digest([meta[key] for key in RUN_FIELDS if key != "timestamp"]
-                           + [runners, dependencies, run_extra])
+    run_identity = normalizer.run_identity(meta, runners, dependencies, run_extra)
+    batch = normalizer.batch
     run = batch.runs.get(run_identity)
     if run is None:
         batch.runs[run_identity] = RunInfo(
@@ -291,7 +335,7 @@ def _normalize_record(
         target=target or None,
         string_values=string_values or None,
         extra_info=metric_extra or None,
-        unknown=_finite(unknown) if unknown else None,
+        unknown=unknown or None,
     )
 
 
@@ -367,17 +411,6 @@ def _extra(value: Any, path: str, problems: _Problems) -> dict:
     if not isinstance(value, dict):
         problems.add(path, f"expected an object, got {_type(value)}")
         return {}
-    return _finite(value)
-
-
-def _finite(value: Any) -> Any:
-    """JSON columns cannot hold NaN/Infinity: such floats are kept as strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_finite(item) for item in value]
     return value
 
 
@@ -400,7 +433,7 @@ def _runners(value: Any, problems: _Problems) -> list[dict]:
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         problems.add("runners", "expected a list of objects")
         return []
-    return _finite(value)
+    return value
 
 
 def _numbers(value: Any, problems: _Problems) -> list[float]:

@@ -1,0 +1,22 @@
+# Two images from one file:
+#   docker build --target web -t benchsite-web .      (Django + Celery beat, no torch)
+#   docker build --target worker -t benchsite-worker . (Celery worker with torch + torchao)
+FROM python:3.11-slim AS base
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /app
+COPY pyproject.toml README.md manage.py ./
+COPY benchsite ./benchsite
+COPY dashboards ./dashboards
+COPY runner ./runner
+COPY fixtures ./fixtures
+
+FROM base AS web
+RUN pip install --no-cache-dir ".[web]" \
+ && DEBUG=false SECRET_KEY=collectstatic python manage.py collectstatic --no-input
+EXPOSE 8000
+CMD ["gunicorn", "benchsite.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4", "--timeout", "120"]
+
+FROM base AS worker
+# torch is pinned in pyproject.toml; on a GPU host pip takes the CUDA build of 2.13.0.
+RUN pip install --no-cache-dir ".[web,runner]"
+CMD ["celery", "-A", "benchsite", "worker", "-Q", "cpu", "-c", "1", "--loglevel", "INFO"]

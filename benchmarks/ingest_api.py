@@ -1,0 +1,164 @@
+"""Ingestion speed: records/s through the HTTP upload API against a raw COPY of the same rows.
+
+    .venv/bin/python benchmarks/ingest_api.py [--records 100000] [--per-upload 5000]
+
+Needs PostgreSQL (default postgres@127.0.0.1:5432; --admin-url to change). It recreates the
+database `benchsite_ingest_bench`, serves the site with gunicorn on a local port, uploads
+torchao-style records with the CI client (`runner.upload`, gzip + idempotency key), then
+COPYs the rows the API wrote into empty copies of the same tables (same indexes) and prints
+both rates and their ratio. Target: the API at no less than a third of raw COPY speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from runner.upload import upload_bytes  # noqa: E402
+
+DB = "benchsite_ingest_bench"
+RECIPES = ["int8wo", "int8dq", "float8dq-tensor", "float8dq-row", "float8wo", "int4wo-64",
+           "int4wo-128", "int4wo-128-hqq"]
+METRICS = [("Fwd Speedup (x)", "x"), ("Bfloat16 Fwd Time (ms)", "ms"),
+           ("Quantized Fwd Time (ms)", "ms"), ("Allocated Memory (MB)", "MB")]
+
+
+def make_records(count: int, series_per_run: int) -> list[list[dict]]:
+    """Runs of `series_per_run` records each: nightly runs measuring the same series."""
+    shapes = [(2**m, 2**k, 2**n) for m, k, n in itertools.product(range(6, 16), repeat=3)]
+    cells = list(itertools.product(RECIPES, shapes, METRICS))[:series_per_run]
+    runs = []
+    for night in range(count // series_per_run):
+        records = []
+        for position, (recipe, (m, k, n), (metric, unit)) in enumerate(cells):
+            records.append({
+                "benchmark": {"name": "micro-benchmark api", "mode": "inference",
+                              "dtype": recipe,
+                              "extra_info": {"device": "cuda", "arch": "NVIDIA H100 80GB HBM3",
+                                             "torch_compile_mode": "max-autotune"}},
+                "model": {"name": f"{recipe}-{m}-{k}-{n}",
+                          "type": "micro-benchmark custom layer", "origins": ["torchao"]},
+                "metric": {"name": metric, "benchmark_values": [1 + (position + night) % 97 / 100],
+                           "target_value": 0.0, "extra_info": {"unit": unit}},
+                "runners": [{"name": "cuda", "type": "NVIDIA H100 80GB HBM3", "gpu_count": 1}],
+                "dependencies": {"torch": {"version": "2.13.0"}},
+            })
+        runs.append(records)
+    return runs
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(port: int, server: subprocess.Popen) -> None:
+    for _ in range(300):
+        if server.poll() is not None:
+            raise SystemExit("gunicorn exited early")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("gunicorn did not start")
+
+
+def copy_baseline(url: str, tables: list[str]) -> tuple[float, int]:
+    """Seconds to COPY the rows the API wrote into empty same-shaped tables, and row count."""
+    seconds = 0.0
+    rows = 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in tables:
+            conn.execute(f"DROP TABLE IF EXISTS bench_{table}")
+            conn.execute(f"CREATE TABLE bench_{table} (LIKE {table} INCLUDING ALL)")
+            data = bytearray()
+            with conn.cursor().copy(f"COPY {table} TO STDOUT") as copy:
+                for block in copy:
+                    data += block
+            rows += conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            started = time.perf_counter()
+            with conn.cursor().copy(f"COPY bench_{table} FROM STDIN") as copy:
+                copy.write(bytes(data))
+            seconds += time.perf_counter() - started
+    return seconds, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--per-upload", type=int, default=5_000)
+    parser.add_argument("--admin-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    args = parser.parse_args()
+
+    with psycopg.connect(args.admin_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB}")
+    url = args.admin_url.rsplit("/", 1)[0] + f"/{DB}"
+    env = {**os.environ, "DATABASE_URL": url, "DEBUG": "false", "SECRET_KEY": "bench",
+           "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+    python = sys.executable
+    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    token = subprocess.run(
+        [python, "manage.py", "create_upload_token", "--repo", "pytorch/ao"],
+        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+    ).stdout.strip()
+
+    runs = make_records(args.records, args.per_upload)
+    bodies = [orjson.dumps(records) for records in runs]
+    total = sum(len(records) for records in runs)
+    port = free_port()
+    server = subprocess.Popen(
+        [python, "-m", "gunicorn", "benchsite.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", "1", "--timeout", "300", "--log-level", "warning"], cwd=ROOT, env=env,
+    )
+    try:
+        wait_for(port, server)
+        server_url = f"http://127.0.0.1:{port}"
+        started = time.perf_counter()
+        first_seconds = None
+        for night, body in enumerate(bodies):
+            metadata = {"repo": "pytorch/ao", "head_branch": "main", "head_sha": f"{night:040x}",
+                        "workflow_id": night, "timestamp": 1_760_000_000 + 86400 * night}
+            result = upload_bytes(body, server_url, token, metadata, retries=0, timeout=600)
+            assert result.created and result.records == len(runs[night])
+            if first_seconds is None:
+                first_seconds = time.perf_counter() - started
+        api_seconds = time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait()
+
+    results_seconds, result_rows = copy_baseline(url, ["results_result"])
+    all_seconds, all_rows = copy_baseline(
+        url, ["results_result", "results_series", "results_run", "results_upload"])
+    assert result_rows == total, (result_rows, total)
+    api_rate = total / api_seconds
+    print(f"records: {total} in {len(bodies)} uploads of {args.per_upload} "
+          f"({sum(map(len, bodies)) / 2**20:.1f} MiB of JSON)")
+    print(f"HTTP upload API:        {api_seconds:7.2f} s  {api_rate:9.0f} records/s "
+          f"(first upload, creating the series: {first_seconds:.2f} s)")
+    print(f"raw COPY, result rows:  {results_seconds:7.2f} s  "
+          f"{result_rows / results_seconds:9.0f} rows/s  API/COPY = "
+          f"{api_rate / (result_rows / results_seconds):.2f}")
+    print(f"raw COPY, all rows written (results, series, runs, uploads): {all_seconds:7.2f} s  "
+          f"{total / all_seconds:9.0f} records/s  API/COPY = "
+          f"{api_rate / (total / all_seconds):.2f}")
+    print("target: API/COPY >= 0.33")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+import time
+
+import orjson
+from django.core.management.base import BaseCommand
+
+from benchsite.results.demo import nightly_uploads
+from benchsite.results.ingest import store_upload
+from benchsite.results.models import Upload
+
+
+class Command(BaseCommand):
+    help = ("Fill the database with a demo history of nightly torchao microbenchmark runs on "
+            "two GPUs (with injected regressions), through the upload API's ingestion code.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--nights", type=int, default=90)
+        parser.add_argument("--reset", action="store_true",
+                            help="delete earlier demo data first")
+
+    def handle(self, *args, nights, reset, **options):
+        demo = Upload.objects.filter(source=Upload.Source.DEMO)
+        if reset:
+            demo.delete()
+        elif demo.exists():
+            self.stdout.write("demo data already loaded (use --reset to load it again)")
+            return
+        started = time.perf_counter()
+        uploads = records = 0
+        for metadata, batch in nightly_uploads(nights):
+            stored = store_upload(orjson.dumps(batch), metadata=metadata,
+                                  source=Upload.Source.DEMO)
+            uploads += 1
+            records += stored.upload.record_count
+        self.stdout.write(f"loaded {records} records in {uploads} uploads "
+                          f"({time.perf_counter() - started:.1f} s)")
