@@ -149,11 +149,19 @@ class Series(models.Model):
 
 
 class Result(models.Model):
-    """One record: every repetition, the aggregate charts use, target and string values."""
+    """One record: every repetition, the aggregate charts use, target and string values.
 
-    series = models.ForeignKey(Series, on_delete=models.CASCADE, db_index=False)
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, db_index=False)
-    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="results")
+    The foreign keys have no database constraints: ingestion resolves every id inside the
+    transaction that inserts the rows, and three constraint probes per row (PostgreSQL
+    checks Django's deferred constraints at commit) cost more than the whole COPY of the
+    row. Deleting a run, series or upload still deletes its results (through the ORM).
+    """
+
+    series = models.ForeignKey(Series, on_delete=models.CASCADE, db_index=False,
+                               db_constraint=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, db_index=False, db_constraint=False)
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="results",
+                               db_constraint=False)
     timestamp = models.DateTimeField()
     value = models.FloatField(null=True, help_text="median of the repetitions; null if none")
     values = FloatListField(default=list, help_text="metric.benchmark_values, all repetitions")

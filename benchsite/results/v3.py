@@ -33,6 +33,7 @@ RUN_FIELDS = (
     "name",
     "timestamp",
 )
+RUN_FIELD_SET = frozenset(RUN_FIELDS)
 INT_RUN_FIELDS = {"workflow_id", "run_attempt", "job_id"}
 REQUIRED_RUN_FIELDS = ("repo", "head_branch", "head_sha")
 OPTIONAL_RUN_FIELDS = ("servicelab_experiment_id", "servicelab_trial_id", "schema_version")
@@ -202,20 +203,25 @@ class _Problems:
 
 
 class _Normalizer:
-    """Normalises the records of one upload. Records of one upload mostly share their run
-    metadata and runner, so those are checked and hashed once per distinct value."""
+    """Normalises the records of one upload.
+
+    Uploads hold thousands of records that share their run metadata, runner and
+    dependencies, so those are checked and hashed once per distinct value (a comparison
+    with the previous record's is much cheaper than hashing), and well-formed fields take a
+    fast path; the detailed checks run only to describe a problem.
+    """
 
     def __init__(self, request_meta: dict[str, Any]):
         self.request_meta = request_meta
         self.batch = Batch()
         self.meta_cache: dict[tuple, tuple[dict, list]] = {}
-        self.run_identities: dict[bytes, str] = {}
+        self.last_run: tuple | None = None
 
     def record(self, record: Any, problems: _Problems) -> ResultInfo | None:
         return _normalize_record(record, self, problems)
 
     def run_meta(self, record: dict, problems: _Problems) -> dict[str, Any]:
-        key = tuple(record.get(field) for field in RUN_FIELDS)
+        key = () if RUN_FIELD_SET.isdisjoint(record) else tuple(map(record.get, RUN_FIELDS))
         try:
             cached = self.meta_cache.get(key)
         except TypeError:  # unhashable values: a bad record, checked without the cache
@@ -228,38 +234,56 @@ class _Normalizer:
             problems.add(path, message)
         return cached[0]
 
-    def run_identity(self, meta: dict, runners: list, dependencies: dict, extra: dict) -> str:
-        parts = [meta[key] for key in RUN_FIELDS if key != "timestamp"]
-        parts += [runners, dependencies, extra]
-        key = orjson.dumps(parts)
-        identity = self.run_identities.get(key)
-        if identity is None:
-            identity = self.run_identities[key] = _digest(parts)
+    def run(self, meta: dict, runners: list, dependencies: dict, extra: dict,
+            device: str, arch: str) -> str:
+        """The identity of the record's run, adding the run to the batch when new."""
+        key = (meta, runners, dependencies, extra)
+        last = self.last_run
+        if last is not None and last[0] is meta and last[1:4] == key[1:]:
+            return last[4]
+        identity = _digest([*(meta[field] for field in RUN_FIELDS if field != "timestamp"),
+                            runners, dependencies, extra])
+        self.last_run = (*key, identity)
+        run = self.batch.runs.get(identity)
+        if run is None:
+            self.batch.runs[identity] = RunInfo(
+                identity=identity, **meta, runners=runners, dependencies=dependencies,
+                extra=extra, device=device, arch=arch,
+            )
+        elif meta["timestamp"] < run.timestamp:
+            run.timestamp = meta["timestamp"]
         return identity
 
 
 def _normalize_record(
     record: Any, normalizer: _Normalizer, problems: _Problems
 ) -> ResultInfo | None:
-    if not isinstance(record, dict):
+    if type(record) is not dict:
         problems.items.append(f"{problems.prefix}: expected an object, got {_type(record)}")
         return None
-    unknown = {key: value for key, value in record.items() if key not in KNOWN_TOP}
-
     benchmark = _object(record, "benchmark", problems)
     model = _object(record, "model", problems)
     metric = _object(record, "metric", problems)
+    unknown = None
+    if not (KNOWN_TOP.issuperset(record) and KNOWN_BENCHMARK.issuperset(benchmark)
+            and KNOWN_MODEL.issuperset(model) and KNOWN_METRIC.issuperset(metric)):
+        unknown = {key: value for key, value in record.items() if key not in KNOWN_TOP}
+        for part, known, name in ((benchmark, KNOWN_BENCHMARK, "benchmark"),
+                                  (model, KNOWN_MODEL, "model"),
+                                  (metric, KNOWN_METRIC, "metric")):
+            unknown.update((f"{name}.{key}", value) for key, value in part.items()
+                           if key not in known)
+
     bench_name = _text(benchmark, "name", "benchmark.name", problems, required=True)
     model_name = _text(model, "name", "model.name", problems, required=True)
     # Some writers put the metric's name under `type`.
     misplaced = "name" not in metric and "type" in metric
     metric_name = _text(metric, "type" if misplaced else "name",
                         "metric.type" if misplaced else "metric.name", problems, required=True)
-    for part, known, name in ((benchmark, KNOWN_BENCHMARK, "benchmark"),
-                              (model, KNOWN_MODEL, "model"), (metric, KNOWN_METRIC, "metric")):
-        for key, value in part.items():
-            if key not in known:
-                unknown[f"{name}.{key}"] = value
+    mode = _text(benchmark, "mode", "benchmark.mode", problems) or ""
+    dtype = _text(benchmark, "dtype", "benchmark.dtype", problems) or ""
+    model_type = _text(model, "type", "model.type", problems) or ""
+    backend = _text(model, "backend", "model.backend", problems) or ""
 
     bench_extra = _extra(benchmark.get("extra_info"), "benchmark.extra_info", problems)
     model_extra = _extra(model.get("extra_info"), "model.extra_info", problems)
@@ -270,8 +294,9 @@ def _normalize_record(
     dependencies = _extra(record.get("dependencies"), "dependencies", problems)
 
     values = _numbers(metric.get("benchmark_values"), problems)
-    string_values = _strings(metric_extra.get("benchmark_values"), problems)
+    string_values = None
     if "benchmark_values" in metric_extra:
+        string_values = _strings(metric_extra["benchmark_values"], problems)
         metric_extra = {k: v for k, v in metric_extra.items() if k != "benchmark_values"}
     if not values and not string_values:
         problems.add(
@@ -279,7 +304,9 @@ def _normalize_record(
             "at least one value is required (numbers in metric.benchmark_values or strings "
             "in metric.extra_info.benchmark_values)",
         )
-    target = _number(metric.get("target_value"), "metric.target_value", problems)
+    target = metric.get("target_value")
+    if target is not None and type(target) is not float:
+        target = _number(target, "metric.target_value", problems)
 
     meta = normalizer.run_meta(record, problems)
     if problems.items:
@@ -291,40 +318,25 @@ def _normalize_record(
         first_runner.get("type"), bench_extra.get("arch"), first_runner.get("cpu_info"), ""
     )
     run_extra = {key: record[key] for key in OPTIONAL_RUN_FIELDS if key in record}
-    run_identity = normalizer.run_identity(meta, runners, dependencies, run_extra)
-    batch = normalizer.batch
-    run = batch.runs.get(run_identity)
-    if run is None:
-        batch.runs[run_identity] = RunInfo(
-            identity=run_identity, **meta, runners=runners, dependencies=dependencies,
-            extra=run_extra, device=device, arch=arch,
-        )
-    elif meta["timestamp"] < run.timestamp:
-        run.timestamp = meta["timestamp"]
+    run_identity = normalizer.run(meta, runners, dependencies, run_extra, device, arch)
 
-    identifying = {
-        key: value
-        for key, value in (("benchmark", bench_extra), ("model", model_extra), ("inputs", inputs))
-        if value
-    }
-    series_fields = [
-        meta["repo"], bench_name, _opt_text(benchmark, "mode", "benchmark", problems),
-        _opt_text(benchmark, "dtype", "benchmark", problems), model_name,
-        _opt_text(model, "type", "model", problems), _opt_text(model, "backend", "model", problems),
-        origins, device, arch, metric_name, identifying,
-    ]
-    if problems.items:
-        return None
+    identifying = {}
+    if bench_extra:
+        identifying["benchmark"] = bench_extra
+    if model_extra:
+        identifying["model"] = model_extra
+    if inputs:
+        identifying["inputs"] = inputs
+    series_fields = [meta["repo"], bench_name, mode, dtype, model_name, model_type, backend,
+                     origins, device, arch, metric_name, identifying]
     series_identity = _digest(series_fields)
-    if series_identity not in batch.series:
-        (repo, bench, mode, dtype, model_n, model_type, backend, _, _, _, metric_n, _) = (
-            series_fields
-        )
-        batch.series[series_identity] = SeriesInfo(
-            identity=series_identity, repo=repo, benchmark=bench, mode=mode, dtype=dtype,
-            model=model_n, model_type=model_type, backend=backend,
+    series = normalizer.batch.series
+    if series_identity not in series:
+        series[series_identity] = SeriesInfo(
+            identity=series_identity, repo=meta["repo"], benchmark=bench_name, mode=mode,
+            dtype=dtype, model=model_name, model_type=model_type, backend=backend,
             suite=origins[0] if origins else "", origins=origins, device=device, arch=arch,
-            metric=metric_n, extra_info=identifying,
+            metric=metric_name, extra_info=identifying,
         )
     return ResultInfo(
         run=run_identity,
@@ -341,6 +353,8 @@ def _normalize_record(
 
 def aggregate(values: list[float]) -> float | None:
     """The value charts use: the median of the repetitions (NaN ones are missing)."""
+    if len(values) == 1 and values[0] == values[0]:  # one value, not NaN
+        return values[0]
     present = [value for value in values if not math.isnan(value)]
     if not present:
         return None
@@ -378,6 +392,8 @@ def _run_meta(record: dict, request_meta: dict, problems: _Problems) -> dict[str
 
 def _object(parent: dict, key: str, problems: _Problems) -> dict:
     value = parent.get(key)
+    if type(value) is dict:
+        return value
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -388,6 +404,8 @@ def _object(parent: dict, key: str, problems: _Problems) -> dict:
 
 def _text(parent: dict, key: str, path: str, problems: _Problems, required: bool = False):
     value = parent.get(key)
+    if type(value) is str and 0 < len(value) <= MAX_TEXT:
+        return value
     if value is None or value == "":
         if required:
             problems.add(path, "required")
@@ -401,11 +419,9 @@ def _text(parent: dict, key: str, path: str, problems: _Problems, required: bool
     return value
 
 
-def _opt_text(parent: dict, key: str, prefix: str, problems: _Problems) -> str:
-    return _text(parent, key, f"{prefix}.{key}", problems) or ""
-
-
 def _extra(value: Any, path: str, problems: _Problems) -> dict:
+    if type(value) is dict:
+        return value
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -415,6 +431,8 @@ def _extra(value: Any, path: str, problems: _Problems) -> dict:
 
 
 def _origins(value: Any, problems: _Problems) -> list[str]:
+    if type(value) is list and all(type(item) is str for item in value):
+        return value
     if value is None:
         return []
     if isinstance(value, str):
@@ -426,6 +444,8 @@ def _origins(value: Any, problems: _Problems) -> list[str]:
 
 
 def _runners(value: Any, problems: _Problems) -> list[dict]:
+    if type(value) is list and all(type(item) is dict for item in value):
+        return value
     if value is None:
         return []
     if isinstance(value, dict):
@@ -437,6 +457,8 @@ def _runners(value: Any, problems: _Problems) -> list[dict]:
 
 
 def _numbers(value: Any, problems: _Problems) -> list[float]:
+    if type(value) is list and all(type(item) is float for item in value):
+        return value
     if value is None:
         return []
     if not isinstance(value, list):
