@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 
 from benchsite.results import v3
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
@@ -134,17 +134,16 @@ def _cyclic_gc_paused():
 
 
 def _find_repeat(digest: str, key: str | None) -> Upload | None:
-    if key:
-        earlier = Upload.objects.filter(idempotency_key=key).only("id", "content_hash",
-                                                                   "record_count").first()
-        if earlier is not None:
-            if earlier.content_hash != digest:
-                raise KeyReused(
-                    [f"Idempotency-Key {key!r} was used by upload {earlier.pk} with different "
-                     "content; use a new key for new content"]
-                )
-            return earlier
-    return Upload.objects.filter(content_hash=digest).only("id", "record_count").first()
+    match = Q(content_hash=digest) | Q(idempotency_key=key) if key else Q(content_hash=digest)
+    earlier = list(Upload.objects.filter(match).only("id", "content_hash", "idempotency_key",
+                                                     "record_count"))
+    by_key = next((upload for upload in earlier if key and upload.idempotency_key == key), None)
+    if by_key is not None and by_key.content_hash != digest:
+        raise KeyReused(
+            [f"Idempotency-Key {key!r} was used by upload {by_key.pk} with different "
+             "content; use a new key for new content"]
+        )
+    return by_key or (earlier[0] if earlier else None)
 
 
 def _store_batch(upload: Upload, batch: v3.Batch) -> None:
@@ -161,11 +160,7 @@ def _store_batch(upload: Upload, batch: v3.Batch) -> None:
             ignore_conflicts=True,
         )
         run_ids.update(_ids_by_identity(Run, [run.identity for run in new_runs]))
-    series_ids = _ids_by_identity(Series, list(batch.series))
-    new_series = [item for identity, item in batch.series.items() if identity not in series_ids]
-    if new_series:
-        _insert_series(new_series)
-        series_ids.update(_ids_by_identity(Series, [item.identity for item in new_series]))
+    series_ids = _series_ids(batch.series)
     _insert_results(upload.pk, batch.results, run_ids, series_ids)
 
     counts: dict[int, int] = {}
@@ -176,6 +171,57 @@ def _store_batch(upload: Upload, batch: v3.Batch) -> None:
     for run in batch.runs.values():  # a run continued by a later upload may start earlier
         Run.objects.filter(pk=run_ids[run.identity], timestamp__gt=_datetime(run.timestamp)
                            ).update(timestamp=_datetime(run.timestamp))
+
+
+class _SeriesIdCache:
+    """Series ids by identity, kept across uploads by this process.
+
+    Series are never updated nor deleted (the admin does not offer it; deleting a run or
+    upload leaves its series), so an id, once committed, stays right. Ids are remembered
+    only when the transaction that saw them commits: a rolled-back upload adds nothing.
+    """
+
+    def __init__(self, limit: int = 200_000):
+        self.limit = limit
+        self.ids: dict[str, dict[str, int]] = {}  # by database alias
+
+    def get(self, identities) -> tuple[dict[str, int], list[str]]:
+        known = self.ids.get(connection.alias, {})
+        found, missing = {}, []
+        for identity in identities:
+            series_id = known.get(identity)
+            if series_id is None:
+                missing.append(identity)
+            else:
+                found[identity] = series_id
+        return found, missing
+
+    def remember_on_commit(self, ids: dict[str, int]) -> None:
+        alias = connection.alias
+
+        def remember():
+            known = self.ids.setdefault(alias, {})
+            if len(known) + len(ids) > self.limit:
+                known.clear()
+            known.update(ids)
+
+        transaction.on_commit(remember)
+
+
+SERIES_ID_CACHE = _SeriesIdCache()
+
+
+def _series_ids(series: dict[str, v3.SeriesInfo]) -> dict[str, int]:
+    found, missing = SERIES_ID_CACHE.get(series)
+    if missing:
+        looked_up = _ids_by_identity(Series, missing)
+        new = [series[identity] for identity in missing if identity not in looked_up]
+        if new:
+            _insert_series(new)
+            looked_up.update(_ids_by_identity(Series, [item.identity for item in new]))
+        SERIES_ID_CACHE.remember_on_commit(looked_up)
+        found.update(looked_up)
+    return found
 
 
 SERIES_COLUMNS = ("identity", "repo", "benchmark", "mode", "dtype", "model", "model_type",

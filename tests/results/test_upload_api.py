@@ -250,3 +250,23 @@ def test_create_upload_token_command(api, db, capsys):
     from benchsite.results.models import UploadToken
 
     assert UploadToken.objects.get().digest == UploadToken.hash(secret)  # stored hashed
+
+
+def test_series_ids_are_cached_only_after_commit(api, token, django_capture_on_commit_callbacks,
+                                                  django_assert_num_queries):
+    from benchsite.results.ingest import SERIES_ID_CACHE
+
+    SERIES_ID_CACHE.ids.clear()
+    with django_capture_on_commit_callbacks(execute=False):
+        post(api, token, [record(**META)])
+    assert SERIES_ID_CACHE.get([Series.objects.get().identity])[1], "cached before commit"
+    with django_capture_on_commit_callbacks(execute=True):
+        post(api, token, [record(**{**META, "head_sha": "b" * 40})])
+    found, missing = SERIES_ID_CACHE.get([Series.objects.get().identity])
+    assert not missing and found == {Series.objects.get().identity: Series.objects.get().id}
+    SERIES_ID_CACHE.ids.clear()
+
+
+def test_root_redirects_to_api_docs(api):
+    response = api.get("/")
+    assert response.status_code == 302 and response["Location"] == "/api/docs/"
