@@ -252,8 +252,7 @@ def test_create_upload_token_command(api, db, capsys):
     assert UploadToken.objects.get().digest == UploadToken.hash(secret)  # stored hashed
 
 
-def test_series_ids_are_cached_only_after_commit(api, token, django_capture_on_commit_callbacks,
-                                                  django_assert_num_queries):
+def test_series_ids_are_cached_only_after_commit(api, token, django_capture_on_commit_callbacks):
     from benchsite.results.ingest import SERIES_ID_CACHE
 
     SERIES_ID_CACHE.ids.clear()
