@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "benchsite.results",
+    "benchsite.jobs",
 ]
 
 MIDDLEWARE = [
@@ -135,6 +136,19 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TASK_DEFAULT_QUEUE = "cpu"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# Jobs: queues per device class (a worker per GPU listens on one), and per-cell limits.
+BENCH_QUEUES = env_list("BENCH_QUEUES", ["cpu", "cuda"])
+BENCH_JOB_REPO = env_str("BENCH_JOB_REPO", "pytorch/ao")
+BENCH_CELL_SOFT_TIME_LIMIT = env_int("BENCH_CELL_SOFT_TIME_LIMIT", 1800)
+BENCH_CELL_TIME_LIMIT = env_int("BENCH_CELL_TIME_LIMIT", BENCH_CELL_SOFT_TIME_LIMIT + 120)
+# A message whose worker vanished (killed -9, machine lost) is delivered again after this
+# long; it must exceed the hard time limit, or a slow cell would be delivered twice.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", BENCH_CELL_TIME_LIMIT + 300)
+}
 CELERY_TIMEZONE = TIME_ZONE
 
 LOGGING = {

@@ -3,10 +3,16 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from benchsite.jobs import api as jobs_api
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="api-docs"), name="home"),
     path("admin/", admin.site.urls),
     path("api/v3/", include("benchsite.results.urls")),
+    path("api/v3/jobs", jobs_api.JobList.as_view(), name="api-jobs"),
+    path("api/v3/jobs/<int:pk>", jobs_api.JobDetail.as_view(), name="api-job"),
+    path("api/v3/jobs/<int:pk>/cancel", jobs_api.JobCancel.as_view(), name="api-job-cancel"),
+    path("jobs/", include("benchsite.jobs.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

@@ -1,0 +1,79 @@
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from benchsite.jobs import tasks
+from benchsite.jobs.models import Job
+from benchsite.jobs.submit import JobRefused, submit_job
+
+
+class Command(BaseCommand):
+    help = "Run benchmark jobs on the workers: `bench run SPEC.yml --queue cuda --wait`."
+
+    def add_arguments(self, parser):
+        commands = parser.add_subparsers(dest="action", required=True)
+        run = commands.add_parser("run", help="submit a spec as a job")
+        run.add_argument("spec", type=Path)
+        run.add_argument("--queue", default="cpu")
+        run.add_argument("--wait", action="store_true", help="follow the job until it ends")
+        run.add_argument("--repo", default="")
+        run.add_argument("--branch", dest="head_branch", default="")
+        run.add_argument("--sha", dest="head_sha", default="")
+        run.add_argument("--samples", type=int, help="timed samples per measurement")
+        status = commands.add_parser("status", help="show a job")
+        status.add_argument("job", type=int)
+        cancel = commands.add_parser("cancel", help="cancel a job's pending cells")
+        cancel.add_argument("job", type=int)
+
+    def handle(self, *args, action, **options):
+        return getattr(self, f"do_{action}")(**options)
+
+    def do_run(self, spec, queue, wait, samples, **options):
+        try:
+            text = spec.read_text()
+        except OSError as error:
+            raise CommandError(f"{spec}: {error.strerror}") from None
+        timing = {"samples": samples} if samples else {}
+        metadata = {key: options[key] for key in ("repo", "head_branch", "head_sha")}
+        try:
+            job = submit_job(text, name=spec.name, queue=queue, via=Job.Via.COMMAND,
+                             timing=timing, **metadata)
+        except JobRefused as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(f"job {job.pk}: {job.cells_total} cells on queue {queue!r} "
+                          f"({job.get_absolute_url()})")
+        if wait:
+            self.follow(job)
+
+    def follow(self, job):
+        shown = None
+        while True:
+            job.refresh_from_db()
+            if (job.status, job.cells_done) != shown:
+                shown = (job.status, job.cells_done)
+                self.stdout.write(f"job {job.pk}: {job.status}, "
+                                  f"{job.cells_done}/{job.cells_total} cells")
+            if job.ended:
+                break
+            time.sleep(1)
+        self.do_status(job.pk)
+        if job.status != Job.Status.SUCCEEDED:
+            raise CommandError(f"job {job.pk} ended {job.status}")
+
+    def do_status(self, job, **options):
+        job = self._job(job)
+        self.stdout.write(f"job {job.pk} ({job.name}, queue {job.queue}): {job.status}")
+        for cell in job.cells.all():
+            reason = cell.error.strip().splitlines()[-1] if cell.error else ""
+            self.stdout.write(f"  {cell.status:10} {cell.key}  {reason}")
+
+    def do_cancel(self, job, **options):
+        job = self._job(job)
+        self.stdout.write(f"job {job.pk}: {tasks.cancel(job)} pending cells cancelled")
+
+    def _job(self, pk):
+        try:
+            return Job.objects.get(pk=pk)
+        except Job.DoesNotExist:
+            raise CommandError(f"job {pk}: no such job") from None

@@ -1,0 +1,100 @@
+"""Benchmark jobs: a spec snapshot expanded into cells, each cell one Celery task."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+class Job(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        PARTIALLY_FAILED = "partially_failed"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ENDED = (Status.SUCCEEDED, Status.PARTIALLY_FAILED, Status.FAILED, Status.CANCELLED)
+
+    class Via(models.TextChoices):
+        API = "api"
+        ADMIN = "admin"
+        COMMAND = "command"
+        SCHEDULE = "schedule"
+
+    name = models.CharField(max_length=255, help_text="the spec's file or config name")
+    spec_yaml = models.TextField(help_text="the spec as submitted (a snapshot)")
+    queue = models.CharField(max_length=100)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    submitted_via = models.CharField(max_length=20, choices=Via.choices)
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    submitted_token = models.ForeignKey(
+        "results.UploadToken", null=True, blank=True, on_delete=models.SET_NULL
+    )
+    # Run metadata of the results (what was benchmarked).
+    repo = models.CharField(max_length=255)
+    head_branch = models.CharField(max_length=255)
+    head_sha = models.CharField(max_length=255)
+    timing = models.JSONField(default=dict, blank=True,
+                              help_text="runner TimingSettings overrides, e.g. {'samples': 10}")
+    cells_total = models.PositiveIntegerField(default=0)
+    cells_done = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status"])]  # the active-jobs list
+
+    def __str__(self) -> str:
+        return f"job {self.pk}: {self.name} on {self.queue}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("jobs:detail", args=[self.pk])
+
+    @property
+    def ended(self) -> bool:
+        return self.status in self.ENDED
+
+    def run_metadata(self) -> dict[str, object]:
+        """The v3 run fields of the results this job stores."""
+        return {"repo": self.repo, "head_branch": self.head_branch, "head_sha": self.head_sha,
+                "workflow_id": self.pk, "run_attempt": 1, "name": f"benchsite job {self.pk}"}
+
+
+class JobCell(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        SKIPPED = "skipped"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ENDED = (Status.SUCCEEDED, Status.SKIPPED, Status.FAILED, Status.CANCELLED)
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="cells")
+    index = models.PositiveIntegerField()
+    key = models.CharField(max_length=500, help_text="recipe / shape / model type / compile")
+    cell = models.JSONField(help_text="runner Cell.to_dict()")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True, help_text="skip reason, or the failure's traceback")
+    worker = models.CharField(max_length=255, blank=True)
+    measured_s = models.FloatField(null=True, blank=True, help_text="time inside timed calls")
+    upload = models.ForeignKey("results.Upload", null=True, blank=True,
+                               on_delete=models.SET_NULL)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "index"]
+        constraints = [models.UniqueConstraint(fields=["job", "index"], name="job_cell_index")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.index} {self.key}"

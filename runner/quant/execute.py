@@ -1,0 +1,277 @@
+"""Running cells: baseline and quantized model, eager and compiled, each cell isolated.
+
+A cell this machine cannot run is "skipped" with the reason; an exception (out-of-memory
+included) makes it "failed" with the error; either way the next cell runs. Ctrl-C is not
+caught here, so a caller can stop and still write what finished.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from runner.quant import models
+from runner.quant.cells import Cell, TimingSettings
+from runner.quant.recipes import Recipe
+from runner.quant.results import FAILED, OK, SKIPPED, CellResult, Timing
+from runner.quant.spec import Spec
+from runner.quant.timing import measure
+
+logger = logging.getLogger(__name__)
+
+PROFILED_CALLS = 5
+MEMORY_HISTORY_ENTRIES = 100_000
+MB = 2**20
+UNSTABLE_SPREAD = 0.10  # interquartile range over median above which a timing is flagged
+
+
+class BaselineCache:
+    """High-precision timings by `Cell.baseline_key`, shared by the cells of a run or worker."""
+
+    def __init__(self) -> None:
+        self._timings: dict[tuple[Any, ...], Timing] = {}
+
+    def get(self, key: tuple[Any, ...]) -> Timing | None:
+        return self._timings.get(key)
+
+    def put(self, key: tuple[Any, ...], timing: Timing) -> None:
+        self._timings[key] = timing
+
+
+def run_spec(
+    spec: Spec | Iterable[Cell],
+    settings: TimingSettings | None = None,
+    baseline_cache: BaselineCache | None = None,
+    on_cell: Callable[[CellResult], None] | None = None,
+) -> list[CellResult]:
+    """Run every cell in order; `on_cell` sees each result as soon as it exists."""
+    cells = spec.cells() if isinstance(spec, Spec) else list(spec)
+    cache = baseline_cache if baseline_cache is not None else BaselineCache()
+    results = []
+    for cell in cells:
+        result = run_cell(cell, cache, settings)
+        results.append(result)
+        if on_cell is not None:
+            on_cell(result)
+    return results
+
+
+def run_cell(
+    cell: Cell,
+    baseline_cache: BaselineCache | None = None,
+    settings: TimingSettings | None = None,
+) -> CellResult:
+    settings = settings or TimingSettings()
+    started = time.perf_counter()
+    result = CellResult(cell, OK, settings=settings)
+    try:
+        _run(cell, baseline_cache if baseline_cache is not None else BaselineCache(), settings,
+             result)
+    except _Skip as skip:
+        result.status, result.reason = SKIPPED, str(skip)
+        _clear_measurements(result)
+    except torch.OutOfMemoryError as error:
+        logger.warning("cell %s ran out of memory", cell.key, exc_info=True)
+        _fail(result, f"out of memory: {error}")
+    except Exception as error:
+        logger.warning("cell %s failed", cell.key, exc_info=True)
+        _fail(result, f"{type(error).__name__}: {error}")
+    if cell.device == "cuda" or result.status == FAILED:
+        _release_memory()
+    result.wall_s = time.perf_counter() - started
+    return result
+
+
+class _Skip(Exception):
+    """The cell cannot run on this machine; the message says why."""
+
+
+def _fail(result: CellResult, error: str) -> None:
+    result.status, result.reason = FAILED, error
+    _clear_measurements(result)
+
+
+def _clear_measurements(result: CellResult) -> None:
+    result.baseline_eager = result.quantized_eager = None
+    result.baseline_compiled = result.quantized_compiled = None
+    result.sqnr_db = result.peak_memory_mb = None
+
+
+def device_problem(device: str) -> str | None:
+    """Why cells cannot run on `device` here; None when they can."""
+    if device == "cpu":
+        return None
+    if device == "cuda":
+        return None if torch.cuda.is_available() else "CUDA is not available on this machine"
+    return f"the runner measures on cuda and cpu, not {device}"
+
+
+def _run(cell: Cell, cache: BaselineCache, settings: TimingSettings, result: CellResult) -> None:
+    recipe = cell.recipe()
+    reason = device_problem(cell.device) or recipe.requires.unmet(cell.device)
+    if reason:
+        raise _Skip(reason)
+    _measure(cell, recipe, recipe.build(), cache, settings, result)
+
+
+def _measure(
+    cell: Cell,
+    recipe: Recipe,
+    config: Any,
+    cache: BaselineCache,
+    settings: TimingSettings,
+    result: CellResult,
+) -> None:
+    def timed(what: str, fn: Callable[[], object]) -> Timing:
+        timing = measure(fn, cell.device, settings)
+        result.measured_s += timing.measured_s
+        if timing.spread > UNSTABLE_SPREAD:
+            result.notes.append(f"unstable {what} timing: IQR {timing.spread:.0%} of the median")
+        return timing
+
+    if cell.compile_mode:
+        torch._dynamo.reset()  # fresh recompile budget: every cell compiles new modules
+    s = cell.shape
+    torch.manual_seed(0)
+    baseline, data = models.build(
+        cell.model_type, s.m, s.k, s.n, getattr(torch, cell.dtype), cell.device
+    )
+    with torch.no_grad():
+        reference = baseline(data)
+        _time_baseline(cell, cache, baseline, data, timed, result)
+        model = copy.deepcopy(baseline)
+        del baseline
+        recipe.apply(model, config)
+        if not recipe.is_baseline:
+            _check_quantized(model, recipe.label, result)
+        output = model(data)
+        result.sqnr_db = _sqnr_db(reference, output)
+        result.flops = models.flops(cell.model_type, s.m, s.k, s.n)
+        result.quantized_bytes = models.tensor_bytes(data) + models.tensor_bytes(output)
+        result.quantized_bytes += models.model_bytes(model)
+        del reference, output
+
+        result.quantized_eager = timed("eager quantized", lambda: model(data))
+        main = model  # the headline model: compiled when the cell compiles
+        if cell.compile_mode:
+            main = _compile(model, cell.compile_mode)
+            result.quantized_compiled = timed("compiled quantized", lambda: main(data))
+        if cell.device == "cuda":
+            result.peak_memory_mb = _peak_memory_mb(lambda: main(data))
+        _write_artifacts(cell, lambda: main(data), result)
+
+
+def _time_baseline(
+    cell: Cell,
+    cache: BaselineCache,
+    baseline: Any,
+    data: torch.Tensor,
+    timed: Callable[[str, Callable[[], object]], Timing],
+    result: CellResult,
+) -> None:
+    """Eager and compiled baseline timings, measured only when no earlier cell has them."""
+    result.baseline_eager = cache.get(cell.baseline_key(None))
+    if result.baseline_eager is None:
+        result.baseline_eager = timed("eager baseline", lambda: baseline(data))
+        cache.put(cell.baseline_key(None), result.baseline_eager)
+    if cell.compile_mode:
+        key = cell.baseline_key(cell.compile_mode)
+        result.baseline_compiled = cache.get(key)
+        if result.baseline_compiled is None:
+            compiled = _compile(baseline, cell.compile_mode)
+            result.baseline_compiled = timed("compiled baseline", lambda: compiled(data))
+            cache.put(key, result.baseline_compiled)
+
+
+def _compile(model: Any, mode: str) -> Any:
+    return torch.compile(model, mode=mode, fullgraph=True)
+
+
+def _check_quantized(model: Any, label: str, result: CellResult) -> None:
+    """torchao leaves weights it cannot handle as they are; do not time that as the recipe."""
+    plain, total = models.unquantized_linears(model)
+    if total and plain == total:
+        raise _Skip(
+            f"{label} left all {total} linear weights unchanged "
+            "(torchao skips shapes the recipe does not support)"
+        )
+    if plain:
+        result.notes.append(f"{plain} of {total} linear weights left unquantized by {label}")
+
+
+def _sqnr_db(reference: torch.Tensor, output: torch.Tensor) -> float | None:
+    reference = reference.float()
+    noise = torch.linalg.vector_norm(reference - output.float()).item()
+    signal = torch.linalg.vector_norm(reference).item()
+    if noise == 0 or signal == 0:
+        return None  # identical outputs (the baseline): no finite SQNR
+    value = 20 * math.log10(signal / noise)
+    return value if math.isfinite(value) else None
+
+
+def _peak_memory_mb(forward: Callable[[], object]) -> float:
+    forward()  # allocations of a first call (workspaces, lazy init) are not the steady state
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    forward()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() / MB
+
+
+def _write_artifacts(cell: Cell, forward: Callable[[], object], result: CellResult) -> None:
+    if not (cell.enable_profiler or cell.enable_memory_profiler):
+        return
+    directory = Path(cell.output_dir)
+    if cell.enable_profiler:
+        path = directory / "profiler" / f"{cell.file_stem}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _profile(forward, cell.device, path)
+        result.artifacts["profiler_json"] = str(path)
+    if cell.enable_memory_profiler:
+        if cell.device != "cuda":
+            result.notes.append("memory snapshot needs CUDA; none written")
+            return
+        path = directory / "memory" / f"{cell.file_stem}.pickle"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _memory_snapshot(forward, path)
+        result.artifacts["memory_snapshot"] = str(path)
+
+
+def _profile(forward: Callable[[], object], device: str, path: Path) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities, record_shapes=True) as profiler:
+        for _ in range(PROFILED_CALLS):
+            forward()
+        if device == "cuda":
+            torch.cuda.synchronize()
+    profiler.export_chrome_trace(str(path))
+
+
+def _memory_snapshot(forward: Callable[[], object], path: Path) -> None:
+    """A snapshot for https://pytorch.org/memory_viz of one forward pass."""
+    torch.cuda.memory._record_memory_history(max_entries=MEMORY_HISTORY_ENTRIES)
+    try:
+        forward()
+        torch.cuda.synchronize()
+        torch.cuda.memory._dump_snapshot(str(path))
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+
+
+def _release_memory() -> None:
+    """Free what a failed cell's traceback held, and give cached CUDA blocks back."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

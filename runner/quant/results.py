@@ -1,0 +1,124 @@
+"""What a cell produced: timings, derived metrics, or why it was skipped or failed."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from runner.quant.cells import Cell, TimingSettings
+
+if TYPE_CHECKING:
+    from runner.environment import RunContext
+
+OK, SKIPPED, FAILED = "ok", "skipped", "failed"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Every timed sample of one forward pass, in milliseconds per call."""
+
+    samples_ms: tuple[float, ...]
+    calls_per_sample: int = 1
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples_ms)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range relative to the median: how noisy the samples were."""
+        if len(self.samples_ms) < 2:
+            return 0.0
+        low, _, high = statistics.quantiles(self.samples_ms, n=4)
+        return (high - low) / self.median_ms
+
+    @property
+    def measured_s(self) -> float:
+        """Time spent inside the timed calls."""
+        return sum(self.samples_ms) * self.calls_per_sample / 1000
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Timing:
+        return cls(tuple(data["samples_ms"]), data["calls_per_sample"])
+
+
+def _ratio(baseline: Timing | None, quantized: Timing | None) -> float | None:
+    if baseline is None or quantized is None:
+        return None
+    return baseline.median_ms / quantized.median_ms
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    status: str  # OK, SKIPPED or FAILED
+    reason: str | None = None  # why it was skipped, or the error that failed it
+    baseline_eager: Timing | None = None
+    quantized_eager: Timing | None = None
+    baseline_compiled: Timing | None = None
+    quantized_compiled: Timing | None = None
+    sqnr_db: float | None = None  # quantized output against the high-precision output
+    peak_memory_mb: float | None = None  # CUDA: peak allocated during a quantized forward
+    flops: int | None = None  # of one forward pass
+    quantized_bytes: int | None = None  # least traffic of a quantized forward: in, weights, out
+    artifacts: dict[str, str] = field(default_factory=dict)  # kind -> file path
+    notes: list[str] = field(default_factory=list)
+    settings: TimingSettings | None = None
+    measured_s: float = 0.0  # time inside timed calls made for this cell
+    wall_s: float = 0.0
+
+    @property
+    def eager_speedup(self) -> float | None:
+        return _ratio(self.baseline_eager, self.quantized_eager)
+
+    @property
+    def compiled_speedup(self) -> float | None:
+        return _ratio(self.baseline_compiled, self.quantized_compiled)
+
+    @property
+    def baseline(self) -> Timing | None:
+        """The headline baseline timing: compiled when the cell compiles, else eager."""
+        return self.baseline_compiled if self.cell.compile_mode else self.baseline_eager
+
+    @property
+    def quantized(self) -> Timing | None:
+        return self.quantized_compiled if self.cell.compile_mode else self.quantized_eager
+
+    @property
+    def speedup(self) -> float | None:
+        return _ratio(self.baseline, self.quantized)
+
+    @property
+    def tflops(self) -> float | None:
+        if self.quantized is None or not self.flops:
+            return None
+        return self.flops / (self.quantized.median_ms / 1000) / 1e12
+
+    @property
+    def gbps(self) -> float | None:
+        if self.quantized is None or not self.quantized_bytes:
+            return None
+        return self.quantized_bytes / (self.quantized.median_ms / 1000) / 1e9
+
+    def records(self, context: RunContext) -> list[dict[str, Any]]:
+        """PyTorch OSS benchmark ("v3") records of this cell."""
+        from runner.quant.records import cell_records
+
+        return cell_records(self, context)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["cell"] = self.cell.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CellResult:
+        values = dict(data)
+        values["cell"] = Cell.from_dict(values["cell"])
+        if values.get("settings") is not None:
+            values["settings"] = TimingSettings.from_dict(values["settings"])
+        for key in ("baseline_eager", "quantized_eager", "baseline_compiled", "quantized_compiled"):
+            if values.get(key) is not None:
+                values[key] = Timing.from_dict(values[key])
+        return cls(**values)

@@ -1,0 +1,164 @@
+"""`python -m runner run SPEC.yml`: run a benchmark spec, print a table, write and upload records.
+
+torch is imported only once cells are about to run, so `--dry-run` (and the other
+sub-commands) work with PyYAML alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, NoReturn
+
+from runner.quant.cells import Cell, TimingSettings
+from runner.quant.report import table, write_csv, write_json
+from runner.quant.results import FAILED, CellResult
+from runner.quant.spec import SpecError, load_spec
+from runner.upload import METADATA_FIELDS
+
+INTERRUPTED_EXIT = 130
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run a benchmark spec (torchao microbenchmark YAML)",
+        description=(
+            "Run every cell of a spec (recipe x shape x model type x compile mode), print a "
+            "results table, and write PyTorch OSS benchmark records and torchao-style CSV."
+        ),
+    )
+    parser.add_argument("spec", type=Path, metavar="SPEC")
+    parser.add_argument("-o", "--output", type=Path, help="write the records (JSON list) here")
+    parser.add_argument("--csv", type=Path, help="write torchao-style CSV here")
+    parser.add_argument("--dry-run", action="store_true", help="list the cells, run nothing")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log tracebacks of failures")
+    sending = parser.add_argument_group(
+        "upload", "run metadata not given here comes from the GitHub Actions environment"
+    )
+    sending.add_argument("--upload", metavar="URL", help="results server to upload records to")
+    sending.add_argument(
+        "--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"),
+        help="upload token (default: $BENCH_UPLOAD_TOKEN)",
+    )
+    for field in METADATA_FIELDS:
+        sending.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
+    timing = parser.add_argument_group("timing")
+    defaults = TimingSettings()
+    timing.add_argument("--samples", type=int, default=defaults.samples,
+                        help="timed samples per measurement (default: %(default)s)")
+    timing.add_argument("--warmup", type=float, default=defaults.warmup_s, metavar="SECONDS",
+                        help="least warm-up time per measurement (default: %(default)s)")
+    timing.add_argument("--min-sample-time", type=float, default=defaults.min_sample_s,
+                        metavar="SECONDS", help="CPU: least time per sample (default: %(default)s)")
+    timing.add_argument("--threads", type=int, default=defaults.threads,
+                        help="CPU: torch threads while timing (default: %(default)s)")
+    timing.add_argument("--no-l2-flush", action="store_true",
+                        help="CUDA: keep L2 warm between timed calls")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        spec = load_spec(args.spec)
+    except SpecError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    cells = spec.cells()
+    if args.dry_run:
+        print(_listing(cells))
+        return 0
+    if args.upload and not args.token:
+        print("error: --upload needs --token or $BENCH_UPLOAD_TOKEN", file=sys.stderr)
+        return 2
+    if args.samples < 1 or args.threads < 1:
+        print("error: --samples and --threads must be at least 1", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=logging.WARNING if args.verbose else logging.ERROR,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    settings = TimingSettings(
+        samples=args.samples,
+        warmup_s=args.warmup,
+        min_sample_s=args.min_sample_time,
+        threads=args.threads,
+        flush_l2=not args.no_l2_flush,
+    )
+    results, interrupted = _run_cells(cells, settings)
+
+    from runner.environment import RunContext
+
+    context = RunContext.collect()
+    records = [record for result in results for record in result.records(context)]
+    print(table(results))
+    if args.output:
+        write_json(args.output, records)
+        print(f"{len(records)} records written to {args.output}")
+    if args.csv:
+        write_csv(args.csv, results)
+        print(f"CSV written to {args.csv}")
+    counts = Counter(result.status for result in results)
+    print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no cells ran")
+    if interrupted:
+        print(f"interrupted: {len(results)} of {len(cells)} cells finished, outputs hold those; "
+              "nothing uploaded", file=sys.stderr)
+        return INTERRUPTED_EXIT
+    metadata = {field: getattr(args, field) for field in METADATA_FIELDS if getattr(args, field)}
+    if args.upload and not _upload(records, args.upload, args.token, metadata):
+        return 1
+    return 1 if counts[FAILED] else 0
+
+
+def _listing(cells: list[Cell]) -> str:
+    lines = [f"{i:5d}  {cell.key}" for i, cell in enumerate(cells, 1)]
+    return "\n".join([*lines, f"{len(cells)} cells"])
+
+
+def _interrupt(_signum: int, _frame: Any) -> NoReturn:
+    raise KeyboardInterrupt
+
+
+def _run_cells(cells: list[Cell], settings: TimingSettings) -> tuple[list[CellResult], bool]:
+    """Run cells under a progress bar; Ctrl-C or SIGTERM stops after what has finished."""
+    from tqdm import tqdm
+
+    from runner.quant.execute import run_spec
+
+    results: list[CellResult] = []
+    bar = tqdm(total=len(cells), unit="cell", file=sys.stderr)
+
+    def finished(result: CellResult) -> None:
+        results.append(result)
+        bar.set_postfix_str(f"{result.cell.label} {result.cell.shape.mkn}: {result.status}")
+        bar.update()
+
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        run_spec(cells, settings, on_cell=finished)
+        return results, False
+    except KeyboardInterrupt:
+        return results, True
+    finally:
+        bar.close()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _upload(
+    records: list[dict[str, Any]], server: str, token: str, metadata: dict[str, str]
+) -> bool:
+    from runner.upload import UploadError, upload_records
+
+    try:
+        result = upload_records(records, server, token, metadata)
+    except UploadError as error:
+        print(f"upload failed: {error}", file=sys.stderr)
+        return False
+    state = "stored" if result.created else "already stored"
+    print(f"{state} as upload {result.upload_id} ({result.records} records)")
+    return True
