@@ -9,6 +9,7 @@ whose worker died midway runs again from the start.
 from __future__ import annotations
 
 import logging
+import os
 import traceback
 from pathlib import Path
 
@@ -28,7 +29,8 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 CELL_STATUS = {"ok": JobCell.Status.SUCCEEDED, "skipped": JobCell.Status.SKIPPED,
                "failed": JobCell.Status.FAILED}
-_baselines: dict[int, object] = {}  # this worker process's baseline timings, latest job only
+# This worker process's baseline timings and machine description, for its latest job.
+_job_state: dict[int, tuple] = {}
 
 
 @shared_task(
@@ -42,7 +44,7 @@ _baselines: dict[int, object] = {}  # this worker process's baseline timings, la
     time_limit=settings.BENCH_CELL_TIME_LIMIT,
 )
 def run_cell(self, cell_id: int) -> str:
-    cell = claim(cell_id, worker=self.request.hostname or "in-process")
+    cell = claim(cell_id, worker=f"{self.request.hostname or 'in-process'} pid {os.getpid()}")
     if cell is None:
         return "not runnable (finished, cancelled or given up)"
     try:
@@ -88,13 +90,14 @@ def execute(cell: JobCell) -> None:
     from runner.quant.execute import run_cell as run
 
     job = cell.job
-    if job.pk not in _baselines:
-        _baselines.clear()
-        _baselines[job.pk] = BaselineCache()
+    if job.pk not in _job_state:
+        _job_state.clear()
+        _job_state[job.pk] = (BaselineCache(), RunContext.collect())
+    baselines, context = _job_state[job.pk]
     spec_cell = Cell.from_dict(cell.cell)
     Path(spec_cell.output_dir).mkdir(parents=True, exist_ok=True)
-    result = run(spec_cell, _baselines[job.pk], TimingSettings(**job.timing))
-    records = result.records(RunContext.collect())
+    result = run(spec_cell, baselines, TimingSettings(**job.timing))
+    records = result.records(context)
     with transaction.atomic():
         stored = store_upload(
             orjson.dumps(records),
@@ -102,7 +105,7 @@ def execute(cell: JobCell) -> None:
             source=Upload.Source.WORKER,
             idempotency_key=f"job-{job.pk}-cell-{cell.pk}",
         )
-        finish(cell, CELL_STATUS[result.status], error=result.reason or "",
+        finish(cell, CELL_STATUS[result.status], error=result.traceback or result.reason or "",
                upload=stored.upload, measured_s=result.measured_s)
 
 

@@ -82,9 +82,6 @@ class SeriesAdmin(admin.ModelAdmin):
     readonly_fields = ["identity"]
     show_full_result_count = False
 
-    def has_delete_permission(self, request, obj=None):
-        return False  # ingestion caches series ids (benchsite.results.ingest)
-
 
 @admin.register(Result)
 class ResultAdmin(admin.ModelAdmin):

@@ -176,9 +176,10 @@ def _store_batch(upload: Upload, batch: v3.Batch) -> None:
 class _SeriesIdCache:
     """Series ids by identity, kept across uploads by this process.
 
-    Series are never updated nor deleted (the admin does not offer it; deleting a run or
-    upload leaves its series), so an id, once committed, stays right. Ids are remembered
-    only when the transaction that saw them commits: a rolled-back upload adds nothing.
+    Looking ids up by id is several times cheaper than by identity, so a cached id is only
+    checked to still exist (a flushed or restored database invalidates the whole cache).
+    Ids are remembered when the transaction that saw them commits: a rolled-back upload
+    adds nothing.
     """
 
     def __init__(self, limit: int = 200_000):
@@ -194,6 +195,9 @@ class _SeriesIdCache:
                 missing.append(identity)
             else:
                 found[identity] = series_id
+        if found and _count_existing(found.values()) != len(found):
+            known.clear()
+            return {}, list(identities)
         return found, missing
 
     def remember_on_commit(self, ids: dict[str, int]) -> None:
@@ -206,6 +210,15 @@ class _SeriesIdCache:
             known.update(ids)
 
         transaction.on_commit(remember)
+
+
+def _count_existing(series_ids) -> int:
+    if connection.vendor != "postgresql":
+        return Series.objects.filter(pk__in=list(series_ids)).count()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {Series._meta.db_table} WHERE id = ANY(%s)",
+                       [list(series_ids)])
+        return cursor.fetchone()[0]
 
 
 SERIES_ID_CACHE = _SeriesIdCache()

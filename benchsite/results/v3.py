@@ -51,6 +51,8 @@ KNOWN_BENCHMARK = {"name", "mode", "dtype", "extra_info"}
 KNOWN_MODEL = {"name", "type", "backend", "origins", "extra_info"}
 KNOWN_METRIC = {"name", "type", "benchmark_values", "target_value", "extra_info"}
 MAX_TEXT = 255
+# Readings that change between two records of one job: not part of the run's identity.
+VOLATILE_RUNNER_KEYS = frozenset({"avail_mem_in_gb", "avail_gpu_mem_in_gb"})
 
 
 class BodyError(ValueError):
@@ -241,8 +243,10 @@ class _Normalizer:
         last = self.last_run
         if last is not None and last[0] is meta and last[1:4] == key[1:]:
             return last[4]
+        stable_runners = [{k: v for k, v in runner.items() if k not in VOLATILE_RUNNER_KEYS}
+                          for runner in runners]
         identity = _digest([*(meta[field] for field in RUN_FIELDS if field != "timestamp"),
-                            runners, dependencies, extra])
+                            stable_runners, dependencies, extra])
         self.last_run = (*key, identity)
         run = self.batch.runs.get(identity)
         if run is None:

@@ -12,6 +12,7 @@ import gc
 import logging
 import math
 import time
+import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,7 @@ class _Skip(Exception):
 
 def _fail(result: CellResult, error: str) -> None:
     result.status, result.reason = FAILED, error
+    result.traceback = traceback.format_exc()
     _clear_measurements(result)
 
 

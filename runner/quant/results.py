@@ -54,6 +54,7 @@ class CellResult:
     cell: Cell
     status: str  # OK, SKIPPED or FAILED
     reason: str | None = None  # why it was skipped, or the error that failed it
+    traceback: str | None = None  # of the error that failed it (kept out of the records)
     baseline_eager: Timing | None = None
     quantized_eager: Timing | None = None
     baseline_compiled: Timing | None = None

@@ -269,3 +269,24 @@ def test_series_ids_are_cached_only_after_commit(api, token, django_capture_on_c
 def test_root_redirects_to_api_docs(api):
     response = api.get("/")
     assert response.status_code == 302 and response["Location"] == "/api/docs/"
+
+
+def test_series_id_cache_survives_deleted_series(api, token, django_capture_on_commit_callbacks):
+    from benchsite.results.ingest import SERIES_ID_CACHE
+
+    with django_capture_on_commit_callbacks(execute=True):
+        post(api, token, [record(**META)])
+    Series.objects.all().delete()  # also what a flushed test database looks like
+    post(api, token, [record(**{**META, "head_sha": "b" * 40})])
+    result = Result.objects.select_related("series").get()
+    assert result.series.model == "int8wo-1024-1024-1024"
+    SERIES_ID_CACHE.ids.clear()
+
+
+def test_free_memory_readings_do_not_split_a_run(api, token):
+    runner = {"name": "cuda", "type": "NVIDIA H100 80GB HBM3", "avail_mem_in_gb": 100}
+    first = record(**META, runners=[runner])
+    second = record(**META, runners=[{**runner, "avail_mem_in_gb": 97}],
+                    model={"name": "other"})
+    assert post(api, token, [first, second]).status_code == 201
+    assert Run.objects.get().result_count == 2

@@ -1,3 +1,4 @@
+import json
 import time
 from pathlib import Path
 
@@ -25,6 +26,13 @@ class Command(BaseCommand):
         status.add_argument("job", type=int)
         cancel = commands.add_parser("cancel", help="cancel a job's pending cells")
         cancel.add_argument("job", type=int)
+        schedule = commands.add_parser(
+            "schedule", help="run a spec on a cron schedule (celery beat; edit in the admin)")
+        schedule.add_argument("spec", type=Path)
+        schedule.add_argument("--queue", default="cpu")
+        schedule.add_argument("--cron", default="0 3 * * *",
+                              help="minute hour day-of-month month day-of-week (UTC)")
+        schedule.add_argument("--name", help="the schedule's name (default: spec on queue)")
 
     def handle(self, *args, action, **options):
         return getattr(self, f"do_{action}")(**options)
@@ -71,6 +79,26 @@ class Command(BaseCommand):
     def do_cancel(self, job, **options):
         job = self._job(job)
         self.stdout.write(f"job {job.pk}: {tasks.cancel(job)} pending cells cancelled")
+
+    def do_schedule(self, spec, queue, cron, name, **options):
+        from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+        if not spec.is_file():
+            raise CommandError(f"{spec}: no such file")
+        fields = cron.split()
+        if len(fields) != 5:
+            raise CommandError(f"--cron {cron!r}: expected five fields, e.g. '0 3 * * *'")
+        minute, hour, day_of_month, month_of_year, day_of_week = fields
+        crontab, _ = CrontabSchedule.objects.get_or_create(
+            minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month_of_year,
+            day_of_week=day_of_week, timezone="UTC")
+        task, created = PeriodicTask.objects.update_or_create(
+            name=name or f"{spec.name} on {queue}",
+            defaults={"task": "benchsite.jobs.tasks.submit_spec", "crontab": crontab,
+                      "kwargs": json.dumps({"path": str(spec), "queue": queue})},
+        )
+        self.stdout.write(f"{'created' if created else 'updated'} schedule {task.name!r}: "
+                          f"{cron} UTC (runs under `celery -A benchsite beat`)")
 
     def _job(self, pk):
         try:

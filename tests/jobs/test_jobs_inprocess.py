@@ -1,0 +1,169 @@
+"""Jobs in the embedded mode (no broker: cells run in-process through the same task)."""
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from benchsite.jobs import tasks
+from benchsite.jobs.models import Job, JobCell
+from benchsite.jobs.submit import submit_job
+from benchsite.results.models import Result, Run, Upload
+from tests.jobs.conftest import FAST_TIMING, SMALL_SPEC
+
+# Cells are queued when the submitting transaction commits, so these tests commit.
+pytestmark = [pytest.mark.torch, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def undelivered(monkeypatch):
+    """Submitted cells stay pending, as if no worker had taken them yet."""
+    from benchsite.jobs import submit
+
+    monkeypatch.setattr(submit, "enqueue", lambda job: None)
+
+
+def submit(api, token, **body):
+    payload = {"spec": SMALL_SPEC, "queue": "cpu", "timing": FAST_TIMING, **body}
+    return api.post("/api/v3/jobs", payload, format="json",
+                    HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def test_api_job_runs_every_cell_and_stores_results(api, make_token):
+    response = submit(api, make_token("pytorch/ao"), head_sha="c" * 40, name="small.yml")
+    assert response.status_code == 201, response.json()
+    job = Job.objects.get(pk=response.json()["id"])
+    assert (job.status, job.cells_total, job.cells_done) == ("succeeded", 4, 4)
+    assert job.submitted_via == "api" and job.submitted_token is not None
+    cells = list(job.cells.all())
+    assert {cell.status for cell in cells} == {"succeeded"}
+    assert all(cell.upload_id and cell.measured_s > 0 and cell.attempts == 1 for cell in cells)
+    run = Run.objects.get()
+    assert (run.repo, run.head_sha, run.workflow_id) == ("pytorch/ao", "c" * 40, job.pk)
+    assert run.dependencies["torch"]["version"].startswith("2.13")
+    assert Upload.objects.filter(source="worker").count() == 4
+    speedups = Result.objects.filter(series__metric="Fwd Speedup (x)")
+    assert speedups.count() == 4 and all(r.value > 0 for r in speedups)
+    detail = api.get(f"/api/v3/jobs/{job.pk}").json()
+    assert [cell["status"] for cell in detail["cells"]] == ["succeeded"] * 4
+
+
+def test_api_refusals(api, make_token):
+    token = make_token("pytorch/ao")
+    bad = submit(api, token, spec="quantization_config_recipe_names: [nope]\n")
+    assert bad.status_code == 400 and "nope" in str(bad.json())
+    assert submit(api, token, queue="tpu").status_code == 400
+    assert "samples_per" in str(submit(api, token, timing={"samples_per": 1}).json())
+    assert submit(api, make_token("other/repo")).status_code == 403
+    assert api.post("/api/v3/jobs", {"spec": SMALL_SPEC}, format="json").status_code in (401, 403)
+    assert Job.objects.count() == 0
+
+
+def test_bench_command_waits_and_prints_each_cell(tmp_path, capsys):
+    spec = tmp_path / "small.yml"
+    spec.write_text(SMALL_SPEC)
+    call_command("bench", "run", str(spec), "--queue", "cpu", "--wait", "--samples", "3")
+    out = capsys.readouterr().out
+    assert "job 1: 4 cells on queue 'cpu'" in out.replace(f"job {Job.objects.get().pk}", "job 1")
+    assert out.count("succeeded") >= 5
+    with pytest.raises(CommandError, match="no such file|No such file"):
+        call_command("bench", "run", str(tmp_path / "missing.yml"))
+
+
+def test_skipped_cells_are_recorded_with_their_reason():
+    spec = SMALL_SPEC.replace('device: "cpu"', 'device: "cuda"')
+    job = submit_job(spec, name="gpu.yml", queue="cpu", via="api", timing=FAST_TIMING)
+    job.refresh_from_db()
+    assert job.status == "succeeded"
+    cell = job.cells.first()
+    assert cell.status == "skipped" and "CUDA" in cell.error
+    status = Result.objects.get(upload=cell.upload, series__metric="status")
+    assert status.string_values == ["skipped"]
+
+
+def test_a_crash_is_recorded_with_its_traceback_and_the_others_finish(monkeypatch):
+    from runner.quant import execute
+
+    real = execute.run_cell
+    calls = []
+
+    def crash_second(cell, *args):
+        calls.append(cell)
+        if len(calls) == 2:
+            raise RuntimeError("boom in the worker")
+        return real(cell, *args)
+
+    monkeypatch.setattr(execute, "run_cell", crash_second)
+    job = submit_job(SMALL_SPEC, name="s.yml", queue="cpu", via="api", timing=FAST_TIMING)
+    job.refresh_from_db()
+    assert job.status == "partially_failed" and job.cells_done == 4
+    failed = job.cells.get(status="failed")
+    assert "Traceback" in failed.error and "boom in the worker" in failed.error
+    assert job.cells.filter(status="succeeded").count() == 3
+
+
+def test_redelivery_of_a_finished_cell_does_nothing():
+    job = submit_job(SMALL_SPEC, name="s.yml", queue="cpu", via="api", timing=FAST_TIMING)
+    results = Result.objects.count()
+    cell = job.cells.first()
+    assert tasks.run_cell.apply(args=[cell.pk]).get().startswith("not runnable")
+    assert Result.objects.count() == results
+
+
+def test_a_cell_whose_worker_keeps_dying_is_given_up(undelivered):
+    job = submit_job(SMALL_SPEC, name="s.yml", queue="cpu", via="api")
+    cell = job.cells.first()
+    JobCell.objects.filter(pk=cell.pk).update(status="running", attempts=tasks.MAX_ATTEMPTS)
+    tasks.run_cell.apply(args=[cell.pk])
+    cell.refresh_from_db()
+    assert cell.status == "failed" and "gave up after 3 attempts" in cell.error
+
+
+def test_cancel_stops_pending_cells(api, make_token, undelivered):
+    token = make_token("pytorch/ao")
+    job_id = submit(api, token).json()["id"]
+    response = api.post(f"/api/v3/jobs/{job_id}/cancel", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 200 and response.json()["status"] == "cancelled"
+    job = Job.objects.get(pk=job_id)
+    assert job.cells_done == 4 and set(job.cells.values_list("status", flat=True)) == {
+        "cancelled"}
+    for cell in job.cells.all():
+        tasks.run_cell.apply(args=[cell.pk])
+    assert Result.objects.count() == 0
+
+
+def test_schedule_task_submits_a_spec_file(tmp_path):
+    spec = tmp_path / "nightly.yml"
+    spec.write_text(SMALL_SPEC)
+    job_id = tasks.submit_spec.apply(args=[str(spec), "cpu"],
+                                     kwargs={"timing": FAST_TIMING}).get()
+    job = Job.objects.get(pk=job_id)
+    assert job.submitted_via == "schedule" and job.status == "succeeded"
+
+
+def test_job_pages(client):
+    job = submit_job(SMALL_SPEC, name="small.yml", queue="cpu", via="api", timing=FAST_TIMING)
+    listing = client.get("/jobs/")
+    assert listing.status_code == 200 and b"small.yml" in listing.content
+    detail = client.get(f"/jobs/{job.pk}/")
+    assert detail.status_code == 200
+    assert detail.content.count(b'class="status status-succeeded"') == 5  # job + 4 cells
+    assert f"/api/v3/results?upload={job.cells.first().upload_id}".encode() in detail.content
+
+
+def test_bench_schedule_creates_a_beat_entry_that_submits_the_spec(tmp_path, capsys):
+    from django_celery_beat.models import PeriodicTask
+
+    spec = tmp_path / "nightly.yml"
+    spec.write_text(SMALL_SPEC)
+    call_command("bench", "schedule", str(spec), "--queue", "cpu", "--cron", "0 3 * * *")
+    assert "created schedule 'nightly.yml on cpu'" in capsys.readouterr().out
+    entry = PeriodicTask.objects.get()
+    assert entry.task == "benchsite.jobs.tasks.submit_spec"
+    assert str(entry.crontab).startswith("0 3 * * *")
+    with pytest.raises(CommandError, match="five fields"):
+        call_command("bench", "schedule", str(spec), "--cron", "daily")
+    import json
+
+    from celery import current_app
+
+    job_id = current_app.tasks[entry.task].apply(kwargs=json.loads(entry.kwargs)).get()
+    assert Job.objects.get(pk=job_id).submitted_via == "schedule"
