@@ -46,16 +46,20 @@ def _record(result: CellResult, context: RunContext, metric: dict[str, Any]) -> 
         "sparsity": cell.sparsity or "none",
         "high_precision_dtype": f"torch.{cell.dtype}",
         "param_set": cell.name,
-        **{f"{kind}_path": path for kind, path in result.artifacts.items()},
     }
     if result.settings is not None:
-        extra["timing_samples"] = result.settings.samples
         if cell.device == "cuda":
             extra["l2_flush"] = result.settings.flush_l2
         else:
             extra["cpu_threads"] = result.settings.threads
+    # benchmark.extra_info identifies the time series; what varies from run to run (artifact
+    # paths, warnings, sample counts) goes with the value, in metric.extra_info.
+    per_run: dict[str, Any] = {f"{kind}_path": path for kind, path in result.artifacts.items()}
+    if result.settings is not None:
+        per_run["timing_samples"] = result.settings.samples
     if result.notes:
-        extra["notes"] = "; ".join(result.notes)
+        per_run["notes"] = "; ".join(result.notes)
+    metric = {**metric, "extra_info": {**metric.get("extra_info", {}), **per_run}}
     return {
         "benchmark": {
             "name": BENCHMARK_NAME,

@@ -171,8 +171,10 @@ def test_profiler_trace_is_written_and_linked(make_cell):
     assert trace.endswith("test_linear_int8wo_32-64-128_bfloat16_cpu_eager.json")
     assert "traceEvents" in json.loads(Path(trace).read_text())
     assert "memory snapshot needs CUDA; none written" in result.notes
-    extra = _records(result)[0]["benchmark"]["extra_info"]
-    assert extra["profiler_json_path"] == trace
+    record = _records(result)[0]
+    assert record["metric"]["extra_info"]["profiler_json_path"] == trace
+    assert "memory snapshot needs CUDA" in record["metric"]["extra_info"]["notes"]
+    assert "profiler_json_path" not in record["benchmark"]["extra_info"]  # not identifying
 
 
 def test_results_round_trip_through_plain_json(cpu_results, make_cell):

@@ -77,7 +77,9 @@ def test_times_keep_every_sample_and_speedup_uses_medians(results, context):
     assert quantized["extra_info"]["median"] == result.quantized_eager.median_ms
     assert quantized["target_value"] == 0.0
     assert by_name["Fwd Speedup (x)"]["benchmark_values"] == [result.speedup]
-    assert by_name["Fwd Speedup (x)"]["extra_info"] == {"unit": "x", "compiled": False}
+    speedup_extra = by_name["Fwd Speedup (x)"]["extra_info"]
+    assert speedup_extra.items() >= {"unit": "x", "compiled": False, "timing_samples": 3}.items()
+    assert set(speedup_extra) <= {"unit", "compiled", "timing_samples", "notes"}
     assert by_name["SQNR (dB)"]["benchmark_values"] == [result.sqnr_db]
 
 
@@ -91,7 +93,8 @@ def test_skipped_cells_stay_visible_as_status_records(results, context):
     assert record["metric"]["name"] == "status"
     assert "benchmark_values" not in record["metric"]
     assert record["metric"]["extra_info"] == {"benchmark_values": ["skipped"],
-                                              "reason": "needs device cuda, the cell runs on cpu"}
+                                              "reason": "needs device cuda, the cell runs on cpu",
+                                              "timing_samples": 3}
     [record] = no_cuda.records(context)
     assert record["metric"]["extra_info"]["reason"] == "CUDA is not available on this machine"
     assert record["runners"][0]["name"] == "cuda"
