@@ -110,7 +110,8 @@ def upload_records(
     records: list[dict], server: str, token: str, metadata: Mapping[str, object] | None = None
 ) -> UploadResult:
     """Upload records held in memory (the runner's `--upload`)."""
-    body = json.dumps(records, separators=(",", ":"), allow_nan=False).encode()
+    # NaN and Infinity go out as bare tokens, which the server accepts like Python writes them.
+    body = json.dumps(records, separators=(",", ":")).encode()
     return upload_bytes(body, server, token, {**ci_metadata(), **(metadata or {})})
 
 

@@ -23,16 +23,8 @@ from typing import Any
 
 import orjson
 
-RUN_FIELDS = (
-    "repo",
-    "head_branch",
-    "head_sha",
-    "workflow_id",
-    "run_attempt",
-    "job_id",
-    "name",
-    "timestamp",
-)
+from runner.upload import METADATA_FIELDS as RUN_FIELDS
+
 RUN_FIELD_SET = frozenset(RUN_FIELDS)
 INT_RUN_FIELDS = {"workflow_id", "run_attempt", "job_id"}
 REQUIRED_RUN_FIELDS = ("repo", "head_branch", "head_sha")
