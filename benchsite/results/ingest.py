@@ -228,25 +228,25 @@ def _series_ids(series: dict[str, v3.SeriesInfo]) -> dict[str, int]:
     found, missing = SERIES_ID_CACHE.get(series)
     if missing:
         looked_up = _ids_by_identity(Series, missing)
-        new = [series[identity] for identity in missing if identity not in looked_up]
+        new = {identity: series[identity] for identity in missing if identity not in looked_up}
         if new:
             _insert_series(new)
-            looked_up.update(_ids_by_identity(Series, [item.identity for item in new]))
+            looked_up.update(_ids_by_identity(Series, list(new)))
         SERIES_ID_CACHE.remember_on_commit(looked_up)
         found.update(looked_up)
     return found
 
 
-SERIES_COLUMNS = ("identity", "repo", "benchmark", "mode", "dtype", "model", "model_type",
-                  "backend", "suite", "origins", "device", "arch", "metric", "extra_info")
+SERIES_COLUMNS = ("identity", "suite", *v3.SeriesInfo._fields)
+JSON_SERIES_COLUMNS = ("origins", "extra_info")
 
 
-def _insert_series(items: list[v3.SeriesInfo]) -> None:
+def _insert_series(items: dict[str, v3.SeriesInfo]) -> None:
     """Create series, skipping any that a concurrent upload created meanwhile."""
     if connection.vendor != "postgresql":
         Series.objects.bulk_create(
-            [Series(**{column: getattr(item, column) for column in SERIES_COLUMNS})
-             for item in items],
+            [Series(identity=identity, suite=item.suite, **item._asdict())
+             for identity, item in items.items()],
             batch_size=2000, ignore_conflicts=True,
         )
         return
@@ -256,12 +256,11 @@ def _insert_series(items: list[v3.SeriesInfo]) -> None:
         cursor.execute(f"CREATE TEMP TABLE new_series ON COMMIT DROP AS "
                        f"SELECT {columns} FROM {table} WITH NO DATA")
         _copy(cursor, "new_series", SERIES_COLUMNS, (
-            "\t".join(
-                _copy_json(getattr(item, column)) if column in ("origins", "extra_info")
-                else _copy_text(getattr(item, column))
-                for column in SERIES_COLUMNS
-            )
-            for item in items
+            "\t".join((identity, _copy_text(item.suite), *(
+                _copy_json(value) if name in JSON_SERIES_COLUMNS else _copy_text(value)
+                for name, value in zip(item._fields, item, strict=True)
+            )))
+            for identity, item in items.items()
         ))
         cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM new_series "
                        "ON CONFLICT (identity) DO NOTHING")

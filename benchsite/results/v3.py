@@ -19,7 +19,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -69,9 +69,9 @@ class RunInfo:
     arch: str
 
 
-@dataclass(slots=True)
-class SeriesInfo:
-    identity: str
+class SeriesInfo(NamedTuple):
+    """What identifies a series; its identity is the digest of these fields, in order."""
+
     repo: str
     benchmark: str
     mode: str
@@ -79,12 +79,15 @@ class SeriesInfo:
     model: str
     model_type: str
     backend: str
-    suite: str
     origins: list
     device: str
     arch: str
     metric: str
     extra_info: dict
+
+    @property
+    def suite(self) -> str:
+        return self.origins[0] if self.origins else ""
 
 
 @dataclass(slots=True)
@@ -309,10 +312,9 @@ def _normalize_record(
         return None
 
     first_runner = runners[0] if runners else {}
-    device = _derived(first_runner.get("name"), bench_extra.get("device"), "cpu")
-    arch = _derived(
-        first_runner.get("type"), bench_extra.get("arch"), first_runner.get("cpu_info"), ""
-    )
+    device = _label(first_runner.get("name") or bench_extra.get("device") or "cpu")
+    arch = _label(first_runner.get("type") or bench_extra.get("arch")
+                  or first_runner.get("cpu_info") or "")
     run_extra = {key: record[key] for key in OPTIONAL_RUN_FIELDS if key in record}
     run_identity = normalizer.run(meta, runners, dependencies, run_extra, device, arch)
 
@@ -323,17 +325,10 @@ def _normalize_record(
         identifying["model"] = model_extra
     if inputs:
         identifying["inputs"] = inputs
-    series_fields = [meta["repo"], bench_name, mode, dtype, model_name, model_type, backend,
-                     origins, device, arch, metric_name, identifying]
-    series_identity = _digest(series_fields)
-    series = normalizer.batch.series
-    if series_identity not in series:
-        series[series_identity] = SeriesInfo(
-            identity=series_identity, repo=meta["repo"], benchmark=bench_name, mode=mode,
-            dtype=dtype, model=model_name, model_type=model_type, backend=backend,
-            suite=origins[0] if origins else "", origins=origins, device=device, arch=arch,
-            metric=metric_name, extra_info=identifying,
-        )
+    series = SeriesInfo(meta["repo"], bench_name, mode, dtype, model_name, model_type, backend,
+                        origins, device, arch, metric_name, identifying)
+    series_identity = _digest(tuple(series))
+    normalizer.batch.series.setdefault(series_identity, series)
     return ResultInfo(
         run=run_identity,
         series=series_identity,
@@ -535,11 +530,11 @@ def _timestamp(value: Any, path: str, problems: _Problems) -> int:
     return 0
 
 
-def _derived(*candidates: Any) -> str:
-    for candidate in candidates:
-        if candidate not in (None, ""):
-            return str(candidate)[:MAX_TEXT]
-    return ""
+def _label(value: Any) -> str:
+    """A device or arch name as stored: text of at most MAX_TEXT characters."""
+    if type(value) is str and len(value) <= MAX_TEXT:
+        return value
+    return str(value)[:MAX_TEXT]
 
 
 def _digest(value: Any) -> str:
