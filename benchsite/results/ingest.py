@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 
 from benchsite.results import v3
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
@@ -79,15 +79,7 @@ def store_upload(
     if repeat is not None:
         return Stored(repeat, created=False)
 
-    with _cyclic_gc_paused():
-        try:
-            records, envelope = v3.parse_body(body)
-        except v3.BodyError as error:
-            raise UploadRefused([str(error)]) from None
-        batch, errors = v3.normalize(records, {**metadata, **envelope})
-        del records
-    if errors:
-        raise UploadRefused(errors)
+    batch = _normalize(body, metadata, received=datetime.now(UTC))
     if token is not None:
         forbidden = sorted(repo for repo in batch.repos if not token.allows(repo))
         if forbidden:
@@ -117,6 +109,36 @@ def store_upload(
             raise
         return Stored(repeat, created=False)
     return Stored(upload, created=True)
+
+
+def rederive(upload: Upload) -> int:
+    """Store an upload's results again from its raw payload (after a normalisation change);
+    returns the number of results. Missing timestamps again mean the upload's time."""
+    batch = _normalize(upload.payload(), upload.request_metadata, received=upload.created_at)
+    with transaction.atomic():
+        stale = upload.results.values_list("run_id").annotate(n=Count("id"))
+        for run_id, count in stale:
+            Run.objects.filter(pk=run_id).update(result_count=F("result_count") - count)
+        upload.results.all().delete()
+        _store_batch(upload, batch)
+        upload.record_count = len(batch.results)
+        upload.repos = sorted(batch.repos)
+        upload.save(update_fields=["record_count", "repos"])
+    return upload.record_count
+
+
+def _normalize(body: bytes, metadata: dict[str, Any], received: datetime) -> v3.Batch:
+    with _cyclic_gc_paused():
+        try:
+            records, envelope = v3.parse_body(body)
+        except v3.BodyError as error:
+            raise UploadRefused([str(error)]) from None
+        defaults = {"timestamp": int(received.timestamp()), **metadata, **envelope}
+        batch, errors = v3.normalize(records, defaults)
+        del records
+    if errors:
+        raise UploadRefused(errors)
+    return batch
 
 
 @contextmanager

@@ -167,3 +167,17 @@ def test_bench_schedule_creates_a_beat_entry_that_submits_the_spec(tmp_path, cap
 
     job_id = current_app.tasks[entry.task].apply(kwargs=json.loads(entry.kwargs)).get()
     assert Job.objects.get(pk=job_id).submitted_via == "schedule"
+
+
+def test_soft_time_limit_fails_the_cell_and_the_job_ends(monkeypatch):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    def too_slow(cell):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(tasks, "execute", too_slow)
+    job = submit_job(SMALL_SPEC, name="s.yml", queue="cpu", via="api")
+    job.refresh_from_db()
+    assert job.status == "failed" and job.cells_done == 4
+    assert "timed out after 1800 s" in job.cells.first().error
+

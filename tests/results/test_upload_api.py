@@ -290,3 +290,17 @@ def test_free_memory_readings_do_not_split_a_run(api, token):
                     model={"name": "other"})
     assert post(api, token, [first, second]).status_code == 201
     assert Run.objects.get().result_count == 2
+
+
+def test_results_are_rederived_from_the_raw_payload(api, token, capsys):
+    from django.core.management import call_command
+
+    response = post(api, token, [record(TORCHAO)], "?repo=pytorch/ao&head_branch=main&head_sha=s")
+    upload_id = response.json()["upload_id"]
+    original = Result.objects.get()
+    Result.objects.update(value=0.0, values=[0.0])  # e.g. a bug in an earlier normaliser
+    call_command("rederive_uploads", str(upload_id))
+    assert f"upload {upload_id}: 1 results" in capsys.readouterr().out
+    again = Result.objects.get()
+    assert again.value == 1.25 and again.timestamp == original.timestamp
+    assert Run.objects.get().result_count == 1
