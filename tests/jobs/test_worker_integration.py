@@ -70,3 +70,25 @@ def test_killed_worker_process_cell_is_delivered_again(celery_worker, make_token
     assert cells[victim.pk].attempts == 2
     assert no_duplicate_results()
     assert Result.objects.filter(series__metric="Fwd Speedup (x)").count() == 4
+
+
+def test_a_lost_database_connection_is_retried(celery_worker, make_token, api):
+    from django.db import connection
+
+    slow = {"samples": 100, "warmup_s": 0.0, "min_sample_s": 0.01}
+    response = api.post("/api/v3/jobs", {"spec": SMALL_SPEC, "queue": "cpu", "timing": slow},
+                        format="json", HTTP_AUTHORIZATION=f"Bearer {make_token('pytorch/ao')}")
+    job_id = response.json()["id"]
+
+    def a_running_cell():
+        """a cell to start running"""
+        return JobCell.objects.filter(job_id=job_id, status="running").first()
+
+    victim = wait_for(a_running_cell)
+    with connection.cursor() as cursor:  # what a database restart or failover does
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    job = wait_for(lambda: ended(job_id), timeout=300)
+    assert job.status == "succeeded" and job.cells_done == 4
+    assert JobCell.objects.get(pk=victim.pk).attempts == 2
+    assert no_duplicate_results()
