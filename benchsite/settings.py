@@ -7,6 +7,7 @@ execution, so a newcomer needs no other service.
 from pathlib import Path
 
 import dj_database_url
+import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from benchsite.env import env_bool, env_int, env_list, env_str
@@ -94,6 +95,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# plotly.js from the installed plotly package, served as /static/plotly/plotly.min.js: the
+# dashboards never load it from a CDN.
+STATICFILES_DIRS = [("plotly", Path(plotly.__file__).parent / "package_data")]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

@@ -23,6 +23,7 @@ from django.db.models import Count, F, Q
 
 from benchsite.results import v3
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
+from benchsite.results.signals import upload_stored
 
 LOOKUP_CHUNK = 5000
 
@@ -102,6 +103,8 @@ def store_upload(
         with transaction.atomic():
             upload.save()
             _store_batch(upload, batch)
+            transaction.on_commit(
+                lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
     except IntegrityError:
         # A concurrent request stored the same upload first.
         repeat = _find_repeat(digest, idempotency_key)
