@@ -24,6 +24,7 @@ from django.db.models import Count, F, Q
 from benchsite.results import v3
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
 from benchsite.results.signals import upload_stored
+from benchsite.results.summaries import resummarize_runs, summarize_upload
 
 LOOKUP_CHUNK = 5000
 
@@ -119,11 +120,14 @@ def rederive(upload: Upload) -> int:
     returns the number of results. Missing timestamps again mean the upload's time."""
     batch = _normalize(upload.payload(), upload.request_metadata, received=upload.created_at)
     with transaction.atomic():
-        stale = upload.results.values_list("run_id").annotate(n=Count("id"))
+        stale = list(upload.results.values_list("run_id").annotate(n=Count("id")))
         for run_id, count in stale:
             Run.objects.filter(pk=run_id).update(result_count=F("result_count") - count)
         upload.results.all().delete()
         _store_batch(upload, batch)
+        affected = {run_id for run_id, _ in stale}
+        affected.update(upload.results.values_list("run_id", flat=True).distinct())
+        resummarize_runs(sorted(affected))
         upload.record_count = len(batch.results)
         upload.repos = sorted(batch.repos)
         upload.save(update_fields=["record_count", "repos"])
@@ -187,6 +191,7 @@ def _store_batch(upload: Upload, batch: v3.Batch) -> None:
         run_ids.update(_ids_by_identity(Run, [run.identity for run in new_runs]))
     series_ids = _series_ids(batch.series)
     _insert_results(upload.pk, batch.results, run_ids, series_ids)
+    summarize_upload(upload.pk)
 
     counts: dict[int, int] = {}
     for result in batch.results:

@@ -132,6 +132,9 @@ class Series(models.Model):
     extra_info = models.JSONField(
         default=dict, blank=True, help_text="identifying benchmark/model extra_info and inputs"
     )
+    compile_mode = models.CharField(
+        max_length=255, blank=True, help_text="benchmark.extra_info.torch_compile_mode"
+    )
 
     class Meta:
         verbose_name_plural = "series"
@@ -182,3 +185,48 @@ class Result(models.Model):
 
     def __str__(self) -> str:
         return f"result {self.pk}"
+
+
+class RunSummary(models.Model):
+    """One run's results of one model-less slice (benchmark, mode, dtype, backend, suite,
+    device, arch, metric, compile mode), maintained at ingestion.
+
+    Trend charts aggregate these instead of results: a year of nightly runs is a few
+    thousand rows, not millions. Geometric means come from `log_sum / log_count`.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, db_constraint=False,
+                            related_name="summaries")
+    repo = models.CharField(max_length=255)
+    branch = models.CharField(max_length=255)
+    timestamp = models.DateTimeField()
+    benchmark = models.CharField(max_length=255)
+    mode = models.CharField(max_length=255)
+    dtype = models.CharField(max_length=255)
+    backend = models.CharField(max_length=255)
+    suite = models.CharField(max_length=255)
+    device = models.CharField(max_length=255)
+    arch = models.CharField(max_length=255)
+    metric = models.CharField(max_length=255)
+    compile_mode = models.CharField(max_length=255)
+    count = models.PositiveIntegerField(help_text="results with a numeric value")
+    log_count = models.PositiveIntegerField(help_text="results with a finite value above 0")
+    log_sum = models.FloatField(help_text="sum of ln(value) over those")
+    string_count = models.PositiveIntegerField(help_text="results with string values")
+    pass_count = models.PositiveIntegerField(help_text="string results that are a pass")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(
+            fields=["run", "benchmark", "mode", "dtype", "backend", "suite", "device", "arch",
+                    "metric", "compile_mode"],
+            name="run_summary_group",
+        )]
+        indexes = [
+            # trends: one benchmark and metric over a time range
+            models.Index(fields=["repo", "benchmark", "metric", "timestamp"]),
+            # the latest runs of a benchmark on a branch (page defaults, pickers)
+            models.Index(fields=["repo", "benchmark", "branch", "-timestamp"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.benchmark} {self.dtype} {self.metric}"

@@ -84,6 +84,7 @@ class SeriesInfo(NamedTuple):
     arch: str
     metric: str
     extra_info: dict
+    compile_mode: str  # benchmark.extra_info's torch_compile_mode, a dashboard dimension
 
     @property
     def suite(self) -> str:
@@ -326,7 +327,9 @@ def _normalize_record(
     if inputs:
         identifying["inputs"] = inputs
     series = SeriesInfo(meta["repo"], bench_name, mode, dtype, model_name, model_type, backend,
-                        origins, device, arch, metric_name, identifying)
+                        origins, device, arch, metric_name, identifying,
+                        _label(bench_extra.get("torch_compile_mode")
+                               or bench_extra.get("compile_mode") or ""))
     series_identity = _digest(tuple(series))
     normalizer.batch.series.setdefault(series_identity, series)
     return ResultInfo(

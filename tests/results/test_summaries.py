@@ -1,0 +1,50 @@
+import json
+import math
+
+from django.core.management import call_command
+
+from benchsite.results.ingest import store_upload
+from benchsite.results.models import RunSummary
+from tests.results.samples import INDUCTOR_ACCURACY, META, TORCHAO, record
+
+
+def speedup(model, value):
+    return record(TORCHAO, model={"name": model, "origins": ["torchao"]},
+                  metric={"name": "Fwd Speedup (x)", "benchmark_values": [value]})
+
+
+def accuracy(model, value):
+    return record(INDUCTOR_ACCURACY, model={"name": model, "backend": "inductor"},
+                  metric={"name": "accuracy", "extra_info": {"benchmark_values": [value]}})
+
+
+def store(records):
+    return store_upload(json.dumps(records).encode(), metadata=META).upload
+
+
+def test_summaries_hold_geomean_parts_and_passrate(db):
+    store([speedup("a", 2.0), speedup("b", 8.0), speedup("c", "inf")])
+    store([accuracy("m1", "pass"), accuracy("m2", "fail_accuracy"),
+           accuracy("m3", "pass_due_to_skip")])
+    speed = RunSummary.objects.get(metric="Fwd Speedup (x)")
+    assert (speed.count, speed.log_count, speed.dtype, speed.compile_mode) == (
+        3, 2, "int8wo", "max-autotune")
+    assert math.exp(speed.log_sum / speed.log_count) == 4.0
+    acc = RunSummary.objects.get(metric="accuracy")
+    assert (acc.count, acc.string_count, acc.pass_count, acc.backend) == (0, 3, 2, "inductor")
+    assert speed.branch == "main" and speed.repo == "pytorch/ao"
+
+
+def test_a_second_upload_to_the_same_run_adds_up(db):
+    store([speedup("a", 2.0)])
+    store([speedup("b", 8.0)])
+    speed = RunSummary.objects.get()
+    assert (speed.count, math.exp(speed.log_sum / speed.log_count)) == (2, 4.0)
+
+
+def test_rederive_rebuilds_summaries(db):
+    upload = store([speedup("a", 2.0), speedup("b", 8.0)])
+    store([speedup("c", 4.0)])
+    call_command("rederive_uploads", str(upload.pk))
+    speed = RunSummary.objects.get()
+    assert (speed.count, round(math.exp(speed.log_sum / speed.log_count), 9)) == (3, 4.0)
