@@ -1,29 +1,30 @@
-"""A realistic demo history: nightly torchao microbenchmark runs on two GPUs.
+"""Realistic benchmark histories: nightly torchao microbenchmarks, TorchInductor-style
+compiler runs (speedup, accuracy, compile time, memory) and LLM serving metrics.
 
-Latencies follow a roofline-like model per device and recipe with 1-2% run-to-run noise,
-and a few changes are injected so the dashboards and detectors have something to find:
+Values follow simple models of each device with run-to-run noise, and a few changes are
+injected so the dashboards and detectors have something to find:
 
 - int8dq on H100 gets 12% slower from night 60 on (every shape);
-- float8dq-row on H100 gets 20% slower from night 75 on, for M = 1024 only;
+- float8dq-row on H100 gets 20% slower for M = 1024 only, from night 75 on;
 - int4wo-128 on A100 gets 8% faster from night 40 on;
-- the A100 runner does not report on nights 20-22 (an outage).
+- the A100 runner does not report on nights 20-22 (an outage);
+- TorchInductor (inductor backend, training) on huggingface models gets 8% less speedup
+  from night 70 on, and one model starts failing accuracy from night 80 on.
 
-Records are written exactly as torchao's CI writes them (plus `runners`/`dependencies`) and
-stored through `store_upload`, the API's own path.
+Records are written as torchao's CI and PyTorch's inductor dashboards write them (with
+`runners`/`dependencies`) and stored through `store_upload`, the API's own path. `DEMO` is
+the newcomer's data set; `LARGE` is a year on more devices (about 10 million results).
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-
-REPO = "pytorch/ao"
-RECIPES = ("int8wo", "int8dq", "float8dq-tensor", "float8dq-row", "float8wo", "int4wo-128")
-POWERS = (10, 11, 12, 13)
 
 
 @dataclass(frozen=True)
@@ -36,38 +37,130 @@ class Device:
     noise: float
 
 
-DEVICES = (
-    Device("NVIDIA H100 80GB HBM3", "h100", 700.0, 3000.0, True, 0.01),
-    Device("NVIDIA A100-SXM4-80GB", "a100", 280.0, 1800.0, False, 0.02),
+H100 = Device("NVIDIA H100 80GB HBM3", "h100", 700.0, 3000.0, True, 0.01)
+A100 = Device("NVIDIA A100-SXM4-80GB", "a100", 280.0, 1800.0, False, 0.02)
+MI300X = Device("AMD Instinct MI300X", "mi300x", 900.0, 4800.0, True, 0.015)
+L4 = Device("NVIDIA L4", "l4", 120.0, 300.0, True, 0.02)
+
+
+@dataclass(frozen=True)
+class Scale:
+    nights: int
+    quant_devices: tuple[Device, ...]
+    recipes: tuple[str, ...]
+    powers: tuple[int, ...]  # small_sweep shapes over these powers of two
+    compile_modes: tuple[str, ...]
+    compiler_devices: tuple[Device, ...]
+    models_per_suite: int
+    llm_devices: tuple[Device, ...]
+
+
+DEMO = Scale(
+    nights=90, quant_devices=(H100, A100),
+    recipes=("int8wo", "int8dq", "float8dq-tensor", "float8dq-row", "float8wo", "int4wo-128"),
+    powers=(10, 11, 12, 13), compile_modes=("max-autotune",), compiler_devices=(H100,),
+    models_per_suite=8, llm_devices=(H100,),
 )
-# Compute speed-up and weight-byte ratio of each recipe against bf16 (eager-free, compiled).
+LARGE = Scale(
+    nights=365, quant_devices=(H100, A100, MI300X),
+    recipes=("int8wo", "int8dq", "float8dq-tensor", "float8dq-row", "float8wo", "int4wo-64",
+             "int4wo-128", "int4wo-128-hqq"),
+    powers=(10, 11, 12, 13, 14, 15), compile_modes=("none", "max-autotune"),
+    compiler_devices=(H100, A100, MI300X, L4), models_per_suite=64,
+    llm_devices=(H100, A100, MI300X),
+)
+
+# Compute speed-up and weight-byte ratio of each recipe against bf16.
 RECIPE_MODEL = {
-    "int8wo": (1.0, 0.5),
-    "int8dq": (1.6, 0.5),
-    "float8dq-tensor": (1.8, 0.5),
-    "float8dq-row": (1.7, 0.5),
-    "float8wo": (1.0, 0.5),
-    "int4wo-128": (0.8, 0.27),
+    "int8wo": (1.0, 0.5), "int8dq": (1.6, 0.5), "float8dq-tensor": (1.8, 0.5),
+    "float8dq-row": (1.7, 0.5), "float8wo": (1.0, 0.5), "int4wo-64": (0.75, 0.28),
+    "int4wo-128": (0.8, 0.27), "int4wo-128-hqq": (0.78, 0.27),
 }
+SUITES = ("torchbench", "huggingface", "timm_models")
+BACKENDS = ("inductor", "aot_eager")
+LLM_MODELS = ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-32B", "google/gemma-3-27b-it")
+LLM_METRICS = (("median_ttft_ms", "ms", 45.0), ("median_itl_ms", "ms", 12.0),
+               ("requests_per_second", "req/s", 9.0), ("tokens_per_second", "tok/s", 2400.0))
 
 
-def small_sweep() -> list[tuple[int, int, int]]:
-    sizes = [2**p for p in POWERS]
-    return [(m, k, n) for m, k, n in itertools.product(sizes, repeat=3) if m <= k <= n]
+def sha(night: int) -> str:
+    return hashlib.sha1(f"demo-commit-{night}".encode()).hexdigest()
 
 
-def injected_change(device: Device, recipe: str, night: int, m: int) -> float:
+def _spread(name: str, buckets: int) -> float:
+    """A stable number in [0, 1) per name (Python's hash() changes between processes)."""
+    return int(hashlib.md5(name.encode()).hexdigest()[:8], 16) % buckets / buckets
+
+
+def nightly_uploads(scale: Scale = DEMO, end: datetime | None = None,
+                    nights: int | None = None) -> Iterator[tuple[dict, list]]:
+    """(run metadata, records) of each job of each night, oldest night first."""
+    nights = nights or scale.nights
+    end = (end or datetime.now(UTC)).replace(hour=3, minute=0, second=0, microsecond=0)
+    rng = random.Random(20261121)
+    for night in range(nights):
+        when = end - timedelta(days=nights - 1 - night)
+        jobs = [("Torchao micro-benchmarks", device, _quant_records)
+                for device in scale.quant_devices]
+        jobs += [("inductor-A100-perf-nightly", device, _compiler_records)
+                 for device in scale.compiler_devices]
+        jobs += [("vLLM benchmark", device, _llm_records) for device in scale.llm_devices]
+        for number, (name, device, make) in enumerate(jobs):
+            if device is A100 and 20 <= night <= 22:
+                continue
+            metadata = {
+                "repo": "vllm-project/vllm" if make is _llm_records else
+                        "pytorch/ao" if make is _quant_records else "pytorch/pytorch",
+                "head_branch": "main", "head_sha": sha(night),
+                "workflow_id": 17_000_000 + night, "run_attempt": 1,
+                "job_id": 50_000_000 + 100 * night + number, "name": name,
+                "timestamp": int(when.timestamp()) + 300 * number,
+            }
+            yield metadata, make(scale, device, night, rng)
+
+
+def _quant_records(scale: Scale, device: Device, night: int, rng: random.Random) -> list:
+    sizes = [2**p for p in scale.powers]
+    shapes = [(m, k, n) for m, k, n in itertools.product(sizes, repeat=3) if m <= k <= n]
+    records = []
+    for mode, recipe, (m, k, n) in itertools.product(scale.compile_modes, scale.recipes,
+                                                     shapes):
+        if recipe.startswith("float8") and not device.float8:
+            continue
+        compute, weight = RECIPE_MODEL[recipe]
+        eager_penalty = 1.0 if mode == "max-autotune" else 1.15
+        base = _latency_ms(device, m, k, n, 1.0, 1.0) * (1 + rng.gauss(0, device.noise))
+        quant = (_latency_ms(device, m, k, n, compute, weight) * eager_penalty
+                 * (1 + rng.gauss(0, device.noise)) * _quant_change(device, recipe, night, m))
+        memory = (2 * (m * k + m * n) + 2 * k * n * weight) / 2**20
+        common = {
+            "benchmark": {"name": "micro-benchmark api", "mode": "inference", "dtype": recipe,
+                          "extra_info": {"device": "cuda", "arch": device.arch,
+                                         "torch_compile_mode": mode}},
+            "model": {"name": f"{recipe}-{m}-{k}-{n}", "type": "micro-benchmark custom layer",
+                      "origins": ["torchao"]},
+            **_environment(device),
+        }
+        for metric, value, unit in (
+            ("Fwd Speedup (x)", base / quant, "x"), ("Bfloat16 Fwd Time (ms)", base, "ms"),
+            ("Quantized Fwd Time (ms)", quant, "ms"), ("Allocated Memory (MB)", memory, "MB"),
+        ):
+            records.append({**common, "metric": _metric(metric, value, unit)})
+    return records
+
+
+def _quant_change(device: Device, recipe: str, night: int, m: int) -> float:
     """Multiplier on the quantized latency on this night."""
-    if device.short == "h100" and recipe == "int8dq" and night >= 60:
+    if device is H100 and recipe == "int8dq" and night >= 60:
         return 1.12
-    if device.short == "h100" and recipe == "float8dq-row" and night >= 75 and m == 1024:
+    if device is H100 and recipe == "float8dq-row" and night >= 75 and m == 1024:
         return 1.20
-    if device.short == "a100" and recipe == "int4wo-128" and night >= 40:
+    if device is A100 and recipe == "int4wo-128" and night >= 40:
         return 1 / 1.08
     return 1.0
 
 
-def latency_ms(device: Device, m: int, k: int, n: int, compute: float, weight: float) -> float:
+def _latency_ms(device: Device, m: int, k: int, n: int, compute: float, weight: float):
     flops = 2 * m * k * n
     bytes_moved = 2 * (m * k + m * n) + 2 * k * n * weight
     compute_s = flops / (device.bf16_tflops * 1e12 * compute)
@@ -75,56 +168,71 @@ def latency_ms(device: Device, m: int, k: int, n: int, compute: float, weight: f
     return 1e3 * (max(compute_s, memory_s) + 8e-6)
 
 
-def sha(night: int) -> str:
-    return hashlib.sha1(f"demo-commit-{night}".encode()).hexdigest()
+def _compiler_records(scale: Scale, device: Device, night: int, rng: random.Random) -> list:
+    records = []
+    for suite, index, backend, mode in itertools.product(
+            SUITES, range(scale.models_per_suite), BACKENDS, ("training", "inference")):
+        model = f"{suite.split('_')[0]}_model_{index:02d}"
+        # Each model has its own typical speedup; aot_eager does not fuse, so it is ~1x.
+        typical = 1.0 + 1.5 * _spread(model, 97) if backend == "inductor" else 1.0
+        if mode == "training":
+            typical = 1 + (typical - 1) * 0.6
+        if backend == "inductor" and mode == "training" and suite == "huggingface" \
+                and night >= 70:
+            typical *= 0.92
+        failing = (backend == "inductor" and suite == "timm_models" and index == 3
+                   and night >= 80)
+        speedup = 0.0 if failing else typical * (1 + rng.gauss(0, device.noise))
+        common = {
+            "benchmark": {"name": "TorchInductor", "mode": mode, "dtype": "amp",
+                          "extra_info": {"device": "cuda", "arch": device.arch}},
+            "model": {"name": model, "type": "model", "backend": backend, "origins": [suite]},
+            **_environment(device),
+        }
+        accuracy = "fail_accuracy" if failing else "pass"
+        compile_s = 20 + 40 * _spread(model, 13) * (1 + rng.gauss(0, 0.05))
+        compression = 0.9 + 0.4 * _spread(model, 7)
+        records += [
+            {**common, "metric": _metric("speedup", speedup, "x")},
+            {**common, "metric": {"name": "accuracy", "benchmark_values": [],
+                                  "target_value": 0.0,
+                                  "extra_info": {"benchmark_values": [accuracy]}}},
+            {**common, "metric": _metric("compilation_latency", compile_s, "s")},
+            {**common, "metric": _metric("compression_ratio", compression, "x")},
+        ]
+    return records
 
 
-def nightly_uploads(nights: int = 90, end: datetime | None = None) -> Iterator[tuple[dict, list]]:
-    """(metadata, records) for each device and night, oldest first."""
-    end = (end or datetime.now(UTC)).replace(hour=3, minute=0, second=0, microsecond=0)
-    rng = random.Random(20261121)
-    shapes = small_sweep()
-    for night in range(nights):
-        when = end - timedelta(days=nights - 1 - night)
-        for number, device in enumerate(DEVICES):
-            if device.short == "a100" and 20 <= night <= 22:
-                continue
-            metadata = {
-                "repo": REPO, "head_branch": "main", "head_sha": sha(night),
-                "workflow_id": 17_000_000 + night, "run_attempt": 1,
-                "job_id": 50_000_000 + 2 * night + number, "name": "Torchao micro-benchmarks",
-                "timestamp": int(when.timestamp()) + 600 * number,
-            }
-            records = []
-            for recipe, (m, k, n) in itertools.product(RECIPES, shapes):
-                if recipe.startswith("float8") and not device.float8:
-                    continue
-                compute, weight = RECIPE_MODEL[recipe]
-                noise = 1 + rng.gauss(0, device.noise)
-                base = latency_ms(device, m, k, n, 1.0, 1.0) * (1 + rng.gauss(0, device.noise))
-                quant = (latency_ms(device, m, k, n, compute, weight) * noise
-                         * injected_change(device, recipe, night, m))
-                memory = (2 * (m * k + m * n) + 2 * k * n * weight) / 2**20
-                records += _records(device, recipe, (m, k, n), base, quant, memory)
-            yield metadata, records
+def _llm_records(scale: Scale, device: Device, night: int, rng: random.Random) -> list:
+    speed = device.bandwidth_gbs / 3000.0
+    records = []
+    for model, tp in itertools.product(LLM_MODELS, (1, 2)):
+        common = {
+            "benchmark": {"name": "vLLM benchmark", "extra_info": {
+                "args": {"model": model, "tensor_parallel_size": tp, "max_num_seqs": 256,
+                         "enable_prefix_caching": True}}},
+            "model": {"name": model, "extra_info": {"tensor_parallel_size": tp}},
+            **_environment(device),
+        }
+        for metric, unit, typical in LLM_METRICS:
+            factor = speed * tp ** 0.7
+            value = typical / factor if unit == "ms" else typical * factor
+            target = typical * (0.9 if unit == "ms" else 1.1)
+            records.append({**common, "metric": {
+                **_metric(metric, value * (1 + rng.gauss(0, device.noise)), unit),
+                "target_value": round(target, 3)}})
+    return records
 
 
-def _records(device: Device, recipe: str, shape, base: float, quant: float, memory: float):
-    m, k, n = shape
-    common = {
-        "benchmark": {"name": "micro-benchmark api", "mode": "inference", "dtype": recipe,
-                      "extra_info": {"device": "cuda", "arch": device.arch,
-                                     "torch_compile_mode": "max-autotune"}},
-        "model": {"name": f"{recipe}-{m}-{k}-{n}", "type": "micro-benchmark custom layer",
-                  "origins": ["torchao"]},
-        "runners": [{"name": "cuda", "type": device.arch, "gpu_count": 1,
-                     "gpu_info": device.arch}],
+def _environment(device: Device) -> dict:
+    return {
+        "runners": [{"name": "cuda" if device is not MI300X else "rocm", "type": device.arch,
+                     "gpu_count": 1, "gpu_info": device.arch}],
         "dependencies": {"torch": {"version": "2.13.0"}, "torchao": {"version": "0.18.0"}},
     }
-    metrics = (("Fwd Speedup (x)", base / quant, "x"), ("Bfloat16 Fwd Time (ms)", base, "ms"),
-               ("Quantized Fwd Time (ms)", quant, "ms"), ("Allocated Memory (MB)", memory, "MB"))
-    return [
-        {**common, "metric": {"name": name, "benchmark_values": [round(value, 6)],
-                              "target_value": 0.0, "extra_info": {"unit": unit}}}
-        for name, value, unit in metrics
-    ]
+
+
+def _metric(name: str, value: float, unit: str) -> dict:
+    return {"name": name, "benchmark_values": [round(value, 6) if math.isfinite(value)
+                                               else value],
+            "target_value": 0.0, "extra_info": {"unit": unit}}

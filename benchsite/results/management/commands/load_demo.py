@@ -3,14 +3,15 @@ import time
 import orjson
 from django.core.management.base import BaseCommand
 
-from benchsite.results.demo import nightly_uploads
+from benchsite.results.demo import DEMO, nightly_uploads
 from benchsite.results.ingest import store_upload
 from benchsite.results.models import Upload
 
 
 class Command(BaseCommand):
-    help = ("Fill the database with a demo history of nightly torchao microbenchmark runs on "
-            "two GPUs (with injected regressions), through the upload API's ingestion code.")
+    help = ("Fill the database with a demo history (nightly torchao microbenchmarks on two "
+            "GPUs, TorchInductor and vLLM runs, with injected changes) through the upload "
+            "API's ingestion code.")
 
     def add_arguments(self, parser):
         parser.add_argument("--nights", type=int, default=90)
@@ -26,7 +27,7 @@ class Command(BaseCommand):
             return
         started = time.perf_counter()
         uploads = records = 0
-        for metadata, batch in nightly_uploads(nights):
+        for metadata, batch in nightly_uploads(DEMO, nights=nights):
             stored = store_upload(orjson.dumps(batch), metadata=metadata,
                                   source=Upload.Source.DEMO)
             uploads += 1
