@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "benchsite.results",
     "benchsite.jobs",
+    "dashboards",
 ]
 
 MIDDLEWARE = [
@@ -97,7 +98,8 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 # plotly.js from the installed plotly package, served as /static/plotly/plotly.min.js: the
 # dashboards never load it from a CDN.
-STATICFILES_DIRS = [("plotly", Path(plotly.__file__).parent / "package_data")]
+STATICFILES_DIRS = [BASE_DIR / "benchsite" / "static",
+                    ("plotly", Path(plotly.__file__).parent / "package_data")]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

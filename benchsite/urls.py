@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/v3/jobs/<int:pk>", jobs_api.JobDetail.as_view(), name="api-job"),
     path("api/v3/jobs/<int:pk>/cancel", jobs_api.JobCancel.as_view(), name="api-job-cancel"),
     path("jobs/", include("benchsite.jobs.urls")),
+    path("", include("dashboards.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

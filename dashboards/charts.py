@@ -1,0 +1,53 @@
+"""Plotly figure JSON. Names come from uploads and plotly renders a subset of HTML in
+labels, so every string shown in a chart goes through `esc`."""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+GREEN, RED, GREY = "#1a7f37", "#cf222e", "#6e7781"
+DIVERGING = [[0.0, "#cf222e"], [0.5, "#f6f8fa"], [1.0, "#1a7f37"]]  # worse .. better
+
+
+def esc(text: Any) -> str:
+    return html.escape(str(text), quote=False)
+
+
+def layout(title: str, **extra: Any) -> dict[str, Any]:
+    return {"title": {"text": esc(title)}, "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
+            "hovermode": "closest", **extra}
+
+
+def heatmap(title: str, x: list[str], y: list[str], z: list[list[float | None]],
+            text: list[list[str]], colorbar: str, midpoint: float | None = None) -> dict:
+    trace = {"type": "heatmap", "x": [esc(v) for v in x], "y": [esc(v) for v in y], "z": z,
+             "text": [[esc(cell) for cell in row] for row in text],
+             "texttemplate": "%{text}", "hovertemplate": "%{y} %{x}: %{text}<extra></extra>",
+             "colorscale": DIVERGING, "colorbar": {"title": {"text": esc(colorbar)}},
+             "hoverongaps": False}
+    if midpoint is not None:
+        trace["zmid"] = midpoint
+    return {"data": [trace], "layout": layout(
+        title, xaxis={"type": "category", "automargin": True},
+        yaxis={"type": "category", "automargin": True},
+        height=max(320, 60 + 42 * len(y)))}
+
+
+def lines(title: str, series: list[dict[str, Any]], y_title: str,
+          shapes: list[dict] | None = None) -> dict:
+    """series: {"name", "x", "y", optional "text"}; None in y is a gap (a missing point)."""
+    data = [{"type": "scatter", "mode": "lines+markers", "name": esc(item["name"]),
+             "x": item["x"], "y": [_finite(value) for value in item["y"]],
+             "text": [esc(text) for text in item.get("text", [])] or None,
+             "connectgaps": False,
+             "hovertemplate": "%{x}<br>%{y:.4g}<br>%{text}<extra>%{fullData.name}</extra>"
+             if item.get("text") else "%{x}<br>%{y:.4g}<extra>%{fullData.name}</extra>"}
+            for item in series]
+    return {"data": data, "layout": layout(title, yaxis={"title": {"text": esc(y_title)}},
+                                           shapes=shapes or [], legend={"orientation": "h"})}
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

@@ -1,0 +1,45 @@
+"""Queries and numbers shared by the dashboard pages."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import timedelta
+from urllib.parse import urlencode
+
+from django.utils import timezone
+
+from benchsite.results.models import RunSummary
+
+PICKER_DAYS = 400  # pickers offer what reported within this window (a year and some)
+
+
+def geomean(values: Iterable[float | None]) -> float | None:
+    """Geometric mean of the positive finite values; None when there are none."""
+    logs = [math.log(v) for v in values if v is not None and 0 < v < math.inf]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def summary_choices(column: str, **filters) -> list[str]:
+    """Distinct values of a RunSummary column among recent summaries matching `filters`."""
+    since = timezone.now() - timedelta(days=PICKER_DAYS)
+    values = (RunSummary.objects.filter(timestamp__gte=since, **filters)
+              .order_by().values_list(column, flat=True).distinct())
+    return sorted(value for value in values if value is not None)
+
+
+def latest_shas(repo: str, benchmark: str, branch: str, limit: int = 60) -> list[tuple]:
+    """(sha, time) of the latest commits with results of `benchmark`, newest first."""
+    rows = (RunSummary.objects.filter(repo=repo, benchmark=benchmark, branch=branch)
+            .order_by("-timestamp").values_list("run__head_sha", "timestamp")[: limit * 40])
+    seen: dict[str, object] = {}
+    for sha, when in rows:
+        if sha not in seen:
+            seen[sha] = when
+            if len(seen) == limit:
+                break
+    return list(seen.items())
+
+
+def page_url(path: str, **params) -> str:
+    return f"{path}?{urlencode({k: v for k, v in params.items() if v not in (None, '')})}"

@@ -1,0 +1,25 @@
+from django.http import JsonResponse
+from django.shortcuts import render
+
+from dashboards.pages import quantization, trends
+from dashboards.render import respond
+from dashboards.state import BadParameter, State
+
+
+def _page(builder, template):
+    def view(request, **kwargs):
+        state = State(request.GET)
+        try:
+            page = builder(state, **kwargs)
+        except BadParameter as error:
+            if request.GET.get("format") in ("json", "csv"):
+                return JsonResponse({"error": str(error)}, status=400)
+            return render(request, "dashboards/error.html", {"error": str(error)}, status=400)
+        page.context.setdefault("state", state)
+        return respond(request, template, page)
+
+    return view
+
+
+quantization_page = _page(quantization.build, "dashboards/quantization.html")
+trends_page = _page(trends.build, "dashboards/trends.html")
