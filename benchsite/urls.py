@@ -1,12 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from benchsite.jobs import api as jobs_api
 
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="api-docs"), name="home"),
     path("admin/", admin.site.urls),
     path("api/v3/", include("benchsite.results.urls")),
     path("api/v3/jobs", jobs_api.JobList.as_view(), name="api-jobs"),

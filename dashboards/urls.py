@@ -6,4 +6,7 @@ app_name = "dashboards"
 urlpatterns = [
     path("quantization/", views.quantization_page, name="quantization"),
     path("trends/", views.trends_page, name="trends"),
+    path("explorer/", views.explorer_page, name="explorer"),
+    path("runs/<int:pk>/", views.run_page, name="run"),
+    path("", views.home_page, name="home"),
 ]

@@ -1,7 +1,7 @@
 from django.http import JsonResponse
 from django.shortcuts import render
 
-from dashboards.pages import quantization, trends
+from dashboards.pages import explorer, home, quantization, runs, trends
 from dashboards.render import respond
 from dashboards.state import BadParameter, State
 
@@ -23,3 +23,6 @@ def _page(builder, template):
 
 quantization_page = _page(quantization.build, "dashboards/quantization.html")
 trends_page = _page(trends.build, "dashboards/trends.html")
+explorer_page = _page(explorer.build, "dashboards/explorer.html")
+run_page = _page(runs.build, "dashboards/run.html")
+home_page = _page(home.build, "dashboards/home.html")

@@ -1,0 +1,100 @@
+"""Explorer: any benchmark's series, filtered, with a summary table and a chart per metric."""
+
+from __future__ import annotations
+
+from benchsite.results.direction import HIGHER, infer
+from benchsite.results.models import Result, Series
+from dashboards import charts
+from dashboards.pages.common import summary_choices
+from dashboards.render import Page, Table
+from dashboards.state import State
+
+MAX_SERIES = 40
+FILTERS = ("metric", "backend", "mode", "dtype", "suite", "device", "arch", "compile_mode")
+LABEL_PARTS = ("model", "backend", "mode", "dtype", "arch", "compile_mode")
+
+
+def build(state: State) -> Page:
+    repo = state.choice("repo", summary_choices("repo"), default="pytorch/ao")
+    benchmark = state.choice("benchmark", summary_choices("benchmark", repo=repo))
+    scope = {"repo": repo, "benchmark": benchmark}
+    options = {name: summary_choices(name, **scope) for name in FILTERS}
+    chosen = {name: state.choice(name, ["", *options[name]], default="") for name in FILTERS}
+    model = state.text("model")
+    branch = state.text("branch", "main")
+    start, end = state.time_range()
+    threshold = state.number("threshold", 5, 0, 100) / 100
+
+    matching = Series.objects.filter(**scope, **{k: v for k, v in chosen.items() if v})
+    if model:
+        matching = matching.filter(model=model)
+    total = matching.count()
+    series = list(matching.order_by("metric", "model", "backend", "dtype", "arch", "id")
+                  .only(*LABEL_PARTS, "metric", "device")[:MAX_SERIES])
+    points: dict[int, list[tuple]] = {item.pk: [] for item in series}
+    results = (Result.objects.filter(series_id__in=points, timestamp__gte=start,
+                                     timestamp__lt=end, run__head_branch=branch)
+               .order_by("series_id", "timestamp")
+               .values_list("series_id", "timestamp", "value", "target", "run__head_sha",
+                            "run_id", "string_values"))
+    for row in results:
+        points[row[0]].append(row[1:])
+
+    varying = [part for part in LABEL_PARTS
+               if len({getattr(item, part) for item in series}) > 1] or ["model"]
+    names = {item.pk: " / ".join(str(getattr(item, part)) or "-" for part in varying)
+             for item in series}
+    return Page(
+        title="Explorer",
+        filters={"repo": repo, "benchmark": benchmark, "model": model, "branch": branch,
+                 "start": start.isoformat(), "end": end.isoformat(), **chosen,
+                 "series": total, "shown": len(series)},
+        tables=[_summary(series, points, names, threshold)],
+        figures=_charts(series, points, names),
+        context={"options": options, "chosen": chosen, "total": total,
+                 "shown": len(series), "repos": summary_choices("repo"),
+                 "benchmarks": summary_choices("benchmark", repo=repo)},
+    )
+
+
+def _charts(series, points, names) -> list[dict]:
+    by_metric: dict[str, list] = {}
+    for item in series:
+        rows = points[item.pk]
+        by_metric.setdefault(item.metric, []).append({
+            "name": names[item.pk],
+            "x": [row[0].isoformat() for row in rows],
+            "y": [row[1] for row in rows],
+            "text": [f"{row[3][:10]}" + (f" {row[5][0]}" if row[5] else "") for row in rows],
+        })
+    return [charts.lines(metric, lines, metric) for metric, lines in by_metric.items()]
+
+
+def _summary(series, points, names, threshold) -> Table:
+    table = Table("series", ["series", "metric", "latest", "previous", "change %", "target",
+                             "% of target", "points", "latest commit"], [])
+    for item in series:
+        rows = points[item.pk]
+        latest = rows[-1] if rows else None
+        previous = rows[-2] if len(rows) > 1 else None
+        value = latest[1] if latest else None
+        before = previous[1] if previous else None
+        change = (value / before - 1) if value is not None and before else None
+        target = latest[2] if latest else None
+        shown = value if value is not None or not latest or not latest[5] else latest[5][0]
+        table.rows.append([
+            names[item.pk], item.metric, shown, before,
+            None if change is None else round(100 * change, 2), target,
+            round(100 * value / target, 1) if value is not None and target else None,
+            len(rows), latest[3][:10] if latest else None,
+        ])
+        classes = {}
+        direction = infer(item.metric)
+        if change is not None and direction:
+            better = change if direction == HIGHER else -change
+            classes[4] = "better" if better > threshold else "worse" if better < -threshold \
+                else ""
+        table.classes.append(classes)
+        table.links.append({8: f"/runs/{latest[4]}/"} if latest else {})
+    return table
+
