@@ -66,7 +66,7 @@ LARGE = Scale(
     recipes=("int8wo", "int8dq", "float8dq-tensor", "float8dq-row", "float8wo", "int4wo-64",
              "int4wo-128", "int4wo-128-hqq"),
     powers=(10, 11, 12, 13, 14, 15), compile_modes=("none", "max-autotune"),
-    compiler_devices=(H100, A100, MI300X, L4), models_per_suite=64,
+    compiler_devices=(H100, A100, MI300X, L4), models_per_suite=96,
     llm_devices=(H100, A100, MI300X),
 )
 
@@ -93,12 +93,16 @@ def _spread(name: str, buckets: int) -> float:
 
 
 def nightly_uploads(scale: Scale = DEMO, end: datetime | None = None,
-                    nights: int | None = None) -> Iterator[tuple[dict, list]]:
-    """(run metadata, records) of each job of each night, oldest night first."""
+                    nights: int | None = None,
+                    only: set[int] | None = None) -> Iterator[tuple[dict, list]]:
+    """(run metadata, records) of each job of each night (or of the nights in `only`),
+    oldest night first. Each night has its own random stream, so nights can be made apart."""
     nights = nights or scale.nights
     end = (end or datetime.now(UTC)).replace(hour=3, minute=0, second=0, microsecond=0)
-    rng = random.Random(20261121)
     for night in range(nights):
+        if only is not None and night not in only:
+            continue
+        rng = random.Random(20261121 + night)
         when = end - timedelta(days=nights - 1 - night)
         jobs = [("Torchao micro-benchmarks", device, _quant_records)
                 for device in scale.quant_devices]

@@ -1,0 +1,52 @@
+import time
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
+
+from django.core.management.base import BaseCommand
+from django.db import connection
+
+from benchsite.results.demo import LARGE, nightly_uploads
+
+
+def _load_nights(nights: list[int], total: int, end: datetime) -> int:
+    """One worker process: store these nights' uploads through the normal ingestion."""
+    import django
+
+    django.setup()
+    import orjson
+
+    from benchsite.results.ingest import store_upload
+    from benchsite.results.models import Upload
+
+    records = 0
+    for metadata, batch in nightly_uploads(LARGE, end=end, nights=total, only=set(nights)):
+        stored = store_upload(orjson.dumps(batch), metadata=metadata, source=Upload.Source.DEMO)
+        records += stored.upload.record_count
+    return records
+
+
+class Command(BaseCommand):
+    help = ("Seed a large history (a year of nightly torchao, TorchInductor and vLLM runs on "
+            "several devices: about 10 million results) through the normal ingestion code, "
+            "for the dashboards' latency benchmark.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--nights", type=int, default=LARGE.nights)
+        parser.add_argument("--workers", type=int, default=2)
+
+    def handle(self, *args, nights, workers, **options):
+        end = datetime.now(UTC)
+        started = time.perf_counter()
+        # The first night alone creates the series; then nights go to the workers in turn.
+        records = _load_nights([0], nights, end)
+        connection.close()  # forked workers must open their own connections
+        chunks = [list(range(first, nights, workers)) for first in range(1, 1 + workers)]
+        with ProcessPoolExecutor(workers) as pool:
+            records += sum(pool.map(_load_nights, chunks, [nights] * workers,
+                                    [end] * workers))
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("VACUUM ANALYZE")
+        seconds = time.perf_counter() - started
+        self.stdout.write(f"seeded {records} results over {nights} nights in {seconds:.0f} s "
+                          f"({records / seconds:.0f} results/s)")

@@ -1,0 +1,164 @@
+"""Dashboard pages on demo data: each page, its filters, JSON and CSV, honest numbers."""
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from benchsite.results.demo import sha
+from benchsite.results.ingest import store_upload
+from benchsite.results.models import Run
+from tests.results.samples import TORCHAO, record
+
+H100 = "NVIDIA H100 80GB HBM3"
+XSS = "<img src=x onerror=alert(1)>"
+NOW = {"repo": "pytorch/ao", "head_branch": "main", "head_sha": "a" * 40}  # timestamp: now
+
+
+@pytest.fixture
+def demo(db):
+    call_command("load_demo", "--nights", "8")
+
+
+def get_json(client, url):
+    response = client.get(url + ("&" if "?" in url else "?") + "format=json")
+    assert response.status_code == 200, response.content[:500]
+    return response.json()
+
+
+def csv_rows(client, url):
+    response = client.get(url + ("&" if "?" in url else "?") + "format=csv")
+    assert response.status_code == 200 and response["Content-Type"] == "text/csv"
+    assert "attachment" in response["Content-Disposition"]
+    return list(csv.reader(io.StringIO(response.content.decode())))
+
+
+def test_home_lists_the_latest_runs(client, demo):
+    response = client.get("/")
+    assert response.status_code == 200
+    latest = Run.objects.latest("timestamp")
+    assert f'href="/runs/{latest.pk}/"'.encode() in response.content
+    assert b"/quantization/?repo=pytorch%2Fao" in response.content
+
+
+def test_quantization_defaults_to_the_latest_commit(client, demo):
+    page = get_json(client, f"/quantization/?arch={H100}")
+    assert page["filters"]["sha"] == sha(7) and page["filters"]["compile_mode"] == "max-autotune"
+    heatmap = page["figures"][0]["data"][0]
+    assert heatmap["type"] == "heatmap"
+    assert len(heatmap["y"]) == 6 and len(heatmap["x"]) == 20  # recipes x shapes
+    assert all(isinstance(v, float) for row in heatmap["z"] for v in row)
+    geomeans = {row[0]: row for row in page["tables"][0]["rows"]}
+    assert geomeans["int8dq"][2] == "20/20" and 1.0 < geomeans["int8dq"][1] < 2.0
+
+
+def test_quantization_base_vs_new(client, demo):
+    page = get_json(client, f"/quantization/?arch={H100}&base={sha(0)}&threshold=3")
+    assert len(page["figures"]) == 2 and page["figures"][1]["data"][0]["zmid"] == 0.0
+    cells = page["tables"][1]
+    assert cells["columns"][-2:] == ["base speedup", "speedup change %"]
+    html = client.get(f"/quantization/?arch={H100}&base={sha(0)}&threshold=0").content
+    assert b'class="better"' in html and b'class="worse"' in html
+
+
+def test_quantization_csv_and_a_device_without_float8(client, demo):
+    rows = csv_rows(client, "/quantization/?arch=NVIDIA A100-SXM4-80GB&table=cells")
+    assert rows[0][:3] == ["recipe", "shape (M-K-N)", "bf16 ms"]
+    assert {row[0] for row in rows[1:]} == {"int8wo", "int8dq", "int4wo-128"}
+
+
+def test_bad_parameters_name_the_parameter(client, demo):
+    response = client.get("/quantization/?arch=TPUv9")
+    assert response.status_code == 400 and b"arch: &#x27;TPUv9&#x27; is not one of" in (
+        response.content)
+    assert client.get("/trends/?granularity=fortnight&format=json").json() == {
+        "error": "granularity: 'fortnight' is not one of 'hour', 'day', 'week', 'month'"}
+    assert client.get("/trends/?start=yesterday").status_code == 400
+    assert client.get("/quantization/?threshold=500").status_code == 400
+
+
+def test_trends_geomean_per_recipe_and_per_backend_with_passrate(client, demo):
+    ao = get_json(client, "/trends/?repo=pytorch/ao&arch=" + H100)
+    assert ao["filters"]["metric"] == "Fwd Speedup (x)" and ao["filters"]["group"] == "dtype"
+    names = {trace["name"] for trace in ao["figures"][0]["data"]}
+    assert names == {"int8wo", "int8dq", "float8dq-tensor", "float8dq-row", "float8wo",
+                     "int4wo-128"}
+    assert all(len(trace["y"]) == 8 for trace in ao["figures"][0]["data"])
+    inductor = get_json(client, "/trends/?repo=pytorch/pytorch&granularity=week")
+    assert inductor["filters"]["group"] == "backend"
+    assert [f["layout"]["title"]["text"] for f in inductor["figures"]] == [
+        "Geomean speedup by backend", "Passrate by backend"]
+    points = inductor["tables"][1]
+    assert points["columns"][-2:] == ["passrate %", "pass / total"]
+    # each run: 3 suites x 8 models x 2 modes accuracy results per backend
+    assert all(int(row[6].split("/")[1]) % 48 == 0 for row in points["rows"])
+
+
+def test_trends_filters_change_the_data(client, demo):
+    both = get_json(client, "/trends/?repo=pytorch/pytorch")
+    training = get_json(client, "/trends/?repo=pytorch/pytorch&mode=training")
+    assert training["filters"]["mode"] == "training"
+    assert training["tables"][0]["rows"] != both["tables"][0]["rows"]
+    assert get_json(client, "/trends/?repo=pytorch/pytorch&start=2001-01-01&end=2001-02-01"
+                    )["tables"][1]["rows"] == []
+
+
+def test_explorer_series_with_target(client, demo):
+    page = get_json(client, "/explorer/?repo=vllm-project/vllm&metric=median_itl_ms")
+    table = page["tables"][0]
+    assert table["columns"][5:7] == ["target", "% of target"]
+    assert all(row[6] is not None for row in table["rows"])
+    assert page["figures"][0]["layout"]["title"]["text"] == "median_itl_ms"
+
+
+def test_explorer_drill_down_to_one_model(client, demo):
+    model = "int8dq-4096-4096-8192"
+    page = get_json(client, f"/explorer/?repo=pytorch/ao&model={model}&arch={H100}")
+    assert {row[1] for row in page["tables"][0]["rows"]} == {
+        "Fwd Speedup (x)", "Bfloat16 Fwd Time (ms)", "Quantized Fwd Time (ms)",
+        "Allocated Memory (MB)"}
+    assert len(page["figures"]) == 4 and len(page["figures"][0]["data"][0]["x"]) == 8
+
+
+def test_run_page_links_and_csv(client, demo):
+    run = Run.objects.filter(repo="pytorch/ao").latest("timestamp")
+    response = client.get(f"/runs/{run.pk}/")
+    assert response.status_code == 200
+    assert f"https://github.com/pytorch/ao/commit/{run.head_sha}".encode() in response.content
+    assert (f"https://github.com/pytorch/ao/actions/runs/{run.workflow_id}/job/{run.job_id}"
+            .encode() in response.content)
+    rows = csv_rows(client, f"/runs/{run.pk}/")
+    assert len(rows) == 1 + run.result_count
+    assert client.get("/runs/999999/").status_code == 404
+
+
+def test_missing_values_are_shown_as_missing_never_zero(client, db):
+    failed = record(TORCHAO, **NOW, metric={"name": "status", "extra_info": {
+        "benchmark_values": ["failed"], "error": "RuntimeError: boom"}})
+    failed["model"]["name"] = "int8wo-2048-2048-2048"
+    store_upload(json.dumps([record(TORCHAO, **NOW), failed]).encode())
+    page = get_json(client, "/quantization/")
+    cells = {row[1]: row for row in page["tables"][1]["rows"]}
+    assert cells["2048-2048-2048"][4] is None and cells["2048-2048-2048"][-1] == "failed"
+    assert page["figures"][0]["data"][0]["text"][0] == ["1.25x", "failed"]
+    html = client.get("/quantization/").content.decode()
+    assert "<td class=\"missing \">—</td>" in html
+
+
+def test_untrusted_names_are_text_everywhere(client, db):
+    evil = record(TORCHAO, **NOW, model={"name": XSS, "origins": [XSS]},
+                  benchmark={**TORCHAO["benchmark"], "dtype": XSS})
+    store_upload(json.dumps([evil]).encode())
+    run = Run.objects.get()
+    for url in ["/", f"/runs/{run.pk}/", "/explorer/?repo=pytorch/ao",
+                "/trends/?repo=pytorch/ao",
+                "/quantization/?repo=pytorch/ao"]:
+        html = client.get(url).content.decode()
+        assert XSS not in html, url
+    explorer = get_json(client, "/explorer/?repo=pytorch/ao")
+    assert explorer["tables"][0]["rows"][0][0] == XSS  # the data is kept as it was sent
+    assert explorer["figures"][0]["data"][0]["name"] == "&lt;img src=x onerror=alert(1)&gt;"
+    quantization = get_json(client, "/quantization/")
+    assert quantization["figures"][0]["data"][0]["y"] == ["&lt;img src=x onerror=alert(1)&gt;"]
