@@ -46,7 +46,8 @@ def lines(title: str, series: list[dict[str, Any]], y_title: str,
              if item.get("text") else "%{x}<br>%{y:.4g}<extra>%{fullData.name}</extra>"}
             for item in series]
     return {"data": data, "layout": layout(title, yaxis={"title": {"text": esc(y_title)}},
-                                           shapes=shapes or [], legend={"orientation": "h"})}
+                                           shapes=shapes or [], showlegend=True,
+                                           legend={"orientation": "h"})}
 
 
 def _finite(value: float | None) -> float | None:

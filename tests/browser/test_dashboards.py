@@ -1,0 +1,107 @@
+"""The dashboards in Debian's Chromium: charts have data, filters change the URL and the data,
+CSV downloads, and untrusted names stay text. Screenshots go to var/screenshots/."""
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from benchsite.results.ingest import store_upload
+from tests.results.samples import TORCHAO, record
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+H100 = "NVIDIA H100 80GB HBM3"
+XSS = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def demo(transactional_db):
+    call_command("load_demo", "--nights", "8")
+
+
+def shot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def traces(page, index=0):
+    page.locator(".js-plotly-plot").nth(index).wait_for()
+    return page.evaluate(
+        "(i) => document.querySelectorAll('.js-plotly-plot')[i].data.map(t => ({name: t.name,"
+        " points: (t.z || t.y).flat().filter(v => v !== null).length}))", index)
+
+
+def table_text(page, name):
+    return page.locator(f'table[data-table="{name}"]').inner_text()
+
+
+def test_quantization_heatmap_compare_and_csv(page, demo, tmp_path):
+    page.goto(f"/quantization/?arch={H100}")
+    [heatmap] = traces(page)
+    assert heatmap["points"] == 6 * 20
+    before = table_text(page, "geomean")
+    shot(page, "quantization")
+
+    base = page.locator('select[name="base"] option').nth(8)  # the oldest commit
+    page.select_option('select[name="base"]', base.get_attribute("value"))
+    page.wait_for_url("**base=*")
+    assert len(traces(page, 1)) == 1  # the change heatmap
+    assert table_text(page, "geomean") != before
+    assert "speedup change %" in table_text(page, "cells")
+    shot(page, "quantization-compare")
+
+    with page.expect_download() as download:
+        page.locator('section.table:has(table[data-table="cells"]) a.csv').click()
+    saved = tmp_path / "cells.csv"
+    download.value.save_as(saved)
+    header = saved.read_text().splitlines()[0]
+    assert header.startswith("recipe,shape (M-K-N),bf16 ms,quantized ms,speedup")
+
+
+def test_trends_filter_changes_url_and_data(page, demo):
+    page.goto("/trends/?repo=pytorch/pytorch")
+    speedups = traces(page, 0)
+    assert {t["name"] for t in speedups} == {"inductor", "aot_eager"}
+    assert all(t["points"] == 8 for t in speedups)
+    assert traces(page, 1)  # the passrate chart
+    before = table_text(page, "summary")
+    page.select_option('select[name="mode"]', "training")
+    page.wait_for_url("**mode=training*")
+    assert table_text(page, "summary") != before
+    shot(page, "trends")
+
+
+def test_explorer_and_drill_down_from_quantization(page, demo):
+    page.goto(f"/quantization/?arch={H100}")
+    page.locator('table[data-table="cells"] a', has_text="4096-4096-8192").first.click()
+    page.wait_for_url("**/explorer/?*model=*")
+    assert len(traces(page, 0)) == 1
+    assert "Fwd Speedup (x)" in table_text(page, "series")
+    shot(page, "explorer")
+    page.goto("/explorer/?repo=vllm-project/vllm&metric=median_itl_ms")
+    assert "% of target" in table_text(page, "series")
+
+
+def test_home_and_run_pages(page, demo):
+    page.goto("/")
+    page.locator('table[data-table="latest runs"] a').first.click()
+    page.wait_for_url("**/runs/*/")
+    assert "Commit" in page.locator("dl.run").inner_text()
+    shot(page, "run")
+
+
+def test_untrusted_names_render_as_text(page, transactional_db):
+    evil = record(TORCHAO, repo="pytorch/ao", head_branch="main", head_sha="e" * 40,
+                  model={"name": XSS, "origins": [XSS]},
+                  benchmark={**TORCHAO["benchmark"], "dtype": XSS})
+    store_upload(json.dumps([evil]).encode())
+    page.on("dialog", lambda dialog: pytest.fail(f"a dialog opened: {dialog.message}"))
+    page.goto("/explorer/?repo=pytorch/ao")
+    assert XSS in table_text(page, "series")
+    assert XSS in page.locator(".js-plotly-plot .legendtext").first.text_content()
+    page.goto("/quantization/")
+    assert XSS in page.locator(".js-plotly-plot").first.text_content()  # the recipe axis
+    assert XSS in table_text(page, "geomean")
+    shot(page, "untrusted-names")
