@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from datetime import timedelta
 from urllib.parse import urlencode
 
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from benchsite.results.models import RunSummary
+from benchsite.results.models import Run, RunSummary, Series
 
 PICKER_DAYS = 400  # pickers offer what reported within this window (a year and some)
 
@@ -20,6 +21,21 @@ def geomean(values: Iterable[float | None]) -> float | None:
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
+def series_options(columns: tuple[str, ...], **filters) -> dict[str, list[str]]:
+    """Distinct values of several Series columns among the series matching `filters`, in
+    one scan (the series table is thousands of rows where results are millions)."""
+    rows = Series.objects.filter(**filters).order_by().values_list(*columns).distinct()
+    return {column: sorted({row[i] for row in rows}) for i, column in enumerate(columns)}
+
+
+def repos_and_benchmarks(repo: str | None = None) -> tuple[list[str], list[str]]:
+    """All repos, and the benchmarks of `repo` (every benchmark when None)."""
+    pairs = Series.objects.order_by().values_list("repo", "benchmark").distinct()
+    pairs = list(pairs)
+    return (sorted({r for r, _ in pairs}),
+            sorted({b for r, b in pairs if repo is None or r == repo}))
+
+
 def summary_choices(column: str, **filters) -> list[str]:
     """Distinct values of a RunSummary column among recent summaries matching `filters`."""
     since = timezone.now() - timedelta(days=PICKER_DAYS)
@@ -28,10 +44,12 @@ def summary_choices(column: str, **filters) -> list[str]:
     return sorted(value for value in values if value is not None)
 
 
-def latest_shas(repo: str, benchmark: str, branch: str, limit: int = 60) -> list[tuple]:
+def latest_shas(repo: str, benchmark: str, branch: str, limit: int = 120) -> list[tuple]:
     """(sha, time) of the latest commits with results of `benchmark`, newest first."""
-    rows = (RunSummary.objects.filter(repo=repo, benchmark=benchmark, branch=branch)
-            .order_by("-timestamp").values_list("run__head_sha", "timestamp")[: limit * 40])
+    has_benchmark = RunSummary.objects.filter(run=OuterRef("pk"), benchmark=benchmark)
+    rows = (Run.objects.filter(repo=repo, head_branch=branch)
+            .filter(Exists(has_benchmark)).order_by("-timestamp")
+            .values_list("head_sha", "timestamp")[: limit * 10])
     seen: dict[str, object] = {}
     for sha, when in rows:
         if sha not in seen:

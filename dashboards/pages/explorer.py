@@ -5,7 +5,7 @@ from __future__ import annotations
 from benchsite.results.direction import HIGHER, infer
 from benchsite.results.models import Result, Series
 from dashboards import charts
-from dashboards.pages.common import summary_choices
+from dashboards.pages.common import repos_and_benchmarks, series_options
 from dashboards.render import Page, Table
 from dashboards.state import State
 
@@ -15,10 +15,12 @@ LABEL_PARTS = ("model", "backend", "mode", "dtype", "arch", "compile_mode")
 
 
 def build(state: State) -> Page:
-    repo = state.choice("repo", summary_choices("repo"), default="pytorch/ao")
-    benchmark = state.choice("benchmark", summary_choices("benchmark", repo=repo))
+    repos, _ = repos_and_benchmarks()
+    repo = state.choice("repo", repos, default="pytorch/ao")
+    benchmarks = repos_and_benchmarks(repo)[1]
+    benchmark = state.choice("benchmark", benchmarks)
     scope = {"repo": repo, "benchmark": benchmark}
-    options = {name: summary_choices(name, **scope) for name in FILTERS}
+    options = series_options(FILTERS, **scope)
     chosen = {name: state.choice(name, ["", *options[name]], default="") for name in FILTERS}
     model = state.text("model")
     branch = state.text("branch", "main")
@@ -52,8 +54,7 @@ def build(state: State) -> Page:
         tables=[_summary(series, points, names, threshold)],
         figures=_charts(series, points, names),
         context={"options": options, "chosen": chosen, "total": total,
-                 "shown": len(series), "repos": summary_choices("repo"),
-                 "benchmarks": summary_choices("benchmark", repo=repo)},
+                 "shown": len(series), "repos": repos, "benchmarks": benchmarks},
     )
 
 

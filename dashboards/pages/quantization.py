@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 
 from benchsite.results.models import Result
 from dashboards import charts
-from dashboards.pages.common import geomean, latest_shas, page_url, summary_choices
+from dashboards.pages.common import (
+    geomean,
+    latest_shas,
+    page_url,
+    series_options,
+    summary_choices,
+)
 from dashboards.render import Page, Table
 from dashboards.state import State
 
@@ -52,8 +58,8 @@ def _shape_key(shape: str) -> tuple:
 
 
 def build(state: State) -> Page:
-    repo = state.choice("repo", summary_choices("repo", benchmark=BENCHMARK),
-                        default="pytorch/ao")
+    repos = series_options(("repo",), benchmark=BENCHMARK)["repo"]
+    repo = state.choice("repo", repos, default="pytorch/ao")
     branch = state.text("branch", "main")
     shas = latest_shas(repo, BENCHMARK, branch)
     sha = state.choice("sha", [s for s, _ in shas] or [""], default=shas[0][0] if shas else "")
@@ -84,7 +90,7 @@ def build(state: State) -> Page:
                 _cells_table(state, recipes, shapes, new, old, base, threshold)],
         figures=figures,
         context={"state": state, "shas": shas, "archs": archs, "modes": modes,
-                 "repos": summary_choices("repo", benchmark=BENCHMARK),
+                 "repos": repos,
                  "missing": not new},
     )
     return page

@@ -10,7 +10,7 @@ from django.db.models.functions import Trunc
 
 from benchsite.results.models import RunSummary
 from dashboards import charts
-from dashboards.pages.common import page_url, summary_choices
+from dashboards.pages.common import page_url, repos_and_benchmarks, series_options
 from dashboards.render import Page, Table
 from dashboards.state import GRANULARITIES, State
 
@@ -24,22 +24,21 @@ def _default_metric(metrics: list[str]) -> str:
 
 
 def build(state: State) -> Page:
-    repo = state.choice("repo", summary_choices("repo"), default="pytorch/ao")
-    benchmark = state.choice("benchmark", summary_choices("benchmark", repo=repo))
+    repos, _ = repos_and_benchmarks()
+    repo = state.choice("repo", repos, default="pytorch/ao")
+    benchmarks = repos_and_benchmarks(repo)[1]
+    benchmark = state.choice("benchmark", benchmarks)
     scope = {"repo": repo, "benchmark": benchmark}
-    metrics = [m for m in summary_choices("metric", **scope) if m != ACCURACY]
+    options = series_options(("metric", *FILTERS), **scope)
+    metrics = [m for m in options.pop("metric") if m != ACCURACY]
     metric = state.choice("metric", metrics, default=_default_metric(metrics))
-    backends = summary_choices("backend", **scope)
-    group = state.choice("group", GROUPS,
-                         default="backend" if len([b for b in backends if b]) > 1 else "dtype")
+    group = state.choice(
+        "group", GROUPS,
+        default="backend" if len([b for b in options["backend"] if b]) > 1 else "dtype")
     branch = state.text("branch", "main")
     granularity = state.choice("granularity", GRANULARITIES, default="day")
     start, end = state.time_range()
-    chosen = {}
-    options = {}
-    for name in FILTERS:
-        options[name] = summary_choices(name, **scope)
-        chosen[name] = state.choice(name, ["", *options[name]], default="")
+    chosen = {name: state.choice(name, ["", *options[name]], default="") for name in FILTERS}
 
     summaries = RunSummary.objects.filter(
         **scope, branch=branch, timestamp__gte=start, timestamp__lt=end,
@@ -68,8 +67,7 @@ def build(state: State) -> Page:
         tables=tables, figures=figures,
         context={"options": options, "metrics": metrics, "groups": GROUPS,
                  "granularities": GRANULARITIES, "chosen": chosen,
-                 "repos": summary_choices("repo"),
-                 "benchmarks": summary_choices("benchmark", repo=repo)},
+                 "repos": repos, "benchmarks": benchmarks},
     )
 
 

@@ -1,20 +1,6 @@
-import math
-
 from django import template
 
 register = template.Library()
-
-
-@register.filter
-def cell(value):
-    """A table cell: missing values show as missing, never as 0."""
-    if value is None or value == "":
-        return "—"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
-    return value
 
 
 @register.filter
