@@ -1,7 +1,8 @@
 """Server time of every dashboard page and its JSON endpoint on a large database.
 
     .venv/bin/python manage.py seed_history          # once: ~10 million results
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/DB .venv/bin/python benchmarks/dashboard_latency.py
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/DB \
+        .venv/bin/python benchmarks/dashboard_latency.py
 
 Each page is requested with several filter combinations (devices, commits, time ranges,
 granularities), each combination --repeat times after a warm-up, in-process through
@@ -26,6 +27,10 @@ sys.path.insert(0, str(ROOT))
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _span(counts: set[int]) -> str:
+    return "-".join(map(str, sorted({min(counts), max(counts)})))
 
 
 def page_urls() -> dict[str, list[str]]:
@@ -108,7 +113,7 @@ def main() -> None:
             worst = max(worst, percentile(times, 0.95))
             print(f"{name + variant:<14} {len(urls):>4} {len(times):>8} "
                   f"{statistics.median(times):>8.1f} {percentile(times, 0.95):>8.1f} "
-                  f"{max(times):>8.1f} {'-'.join(map(str, sorted({min(queries), max(queries)}))):>8}")
+                  f"{max(times):>8.1f} {_span(queries):>8}")
     print(f"worst p95: {worst:.1f} ms (target: under 200 ms)")
 
 
