@@ -67,6 +67,15 @@ def page_urls() -> dict[str, list[str]]:
             mode="training", backend="inductor", range="90d"),
         url("/explorer/", repo="vllm-project/vllm", metric="median_itl_ms", range="365d"),
     ]
+    pages["compare"] = [
+        url(f"/compare/{shas[n]}...{shas[0]}", repo="pytorch/ao", **extra)
+        for n in (1, 30, len(shas) - 1)
+        for extra in ({}, {"metric": "Fwd Speedup (x)", "arch": "NVIDIA H100 80GB HBM3"})
+    ]
+    inductor = [sha for sha, _ in latest_shas("pytorch/pytorch", "TorchInductor", "main")]
+    pages["compare"] += [url(f"/compare/{inductor[n]}...{inductor[0]}", repo="pytorch/pytorch")
+                         for n in (1, 30)]
+    pages["regressions"] = [url("/regressions/"), url("/regressions/", state="open")]
     runs = Run.objects.order_by("-timestamp").values_list("pk", flat=True)
     pages["run"] = [f"/runs/{pk}/" for pk in list(runs[:3]) + list(runs[1000:1003])]
     return pages

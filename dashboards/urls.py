@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from dashboards import views
 
@@ -8,5 +8,7 @@ urlpatterns = [
     path("trends/", views.trends_page, name="trends"),
     path("explorer/", views.explorer_page, name="explorer"),
     path("runs/<int:pk>/", views.run_page, name="run"),
+    re_path(r"^compare/(?P<base>[^/.]+)\.\.\.(?P<head>[^/.]+)/?$", views.compare_page,
+            name="compare"),
     path("", views.home_page, name="home"),
 ]

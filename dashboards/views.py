@@ -1,7 +1,7 @@
 from django.http import JsonResponse
 from django.shortcuts import render
 
-from dashboards.pages import explorer, home, quantization, runs, trends
+from dashboards.pages import compare, explorer, home, quantization, runs, trends
 from dashboards.render import respond
 from dashboards.state import BadParameter, State
 
@@ -26,3 +26,4 @@ trends_page = _page(trends.build, "dashboards/trends.html")
 explorer_page = _page(explorer.build, "dashboards/explorer.html")
 run_page = _page(runs.build, "dashboards/run.html")
 home_page = _page(home.build, "dashboards/home.html")
+compare_page = _page(compare.build, "dashboards/compare.html")

@@ -16,3 +16,9 @@ def table_url(state, table_name, fmt="csv"):
 @register.filter
 def split(text):
     return text.split()
+
+
+@register.filter
+def words(name):
+    """An identifier as words: "missing_in_base" -> "missing in base"."""
+    return str(name).replace("_", " ")

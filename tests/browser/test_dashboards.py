@@ -105,3 +105,18 @@ def test_untrusted_names_render_as_text(page, transactional_db):
     assert XSS in page.locator(".js-plotly-plot").first.text_content()  # the recipe axis
     assert XSS in table_text(page, "geomean")
     shot(page, "untrusted-names")
+
+
+def test_compare_page_from_the_quantization_page(page, demo):
+    page.goto(f"/quantization/?arch={H100}")
+    oldest = page.locator('select[name="base"] option').last.get_attribute("value")
+    page.select_option('select[name="base"]', oldest)
+    page.wait_for_url("**base=*")
+    page.get_by_text("Every series of these two commits").click()
+    page.wait_for_url(lambda url: "/compare/" in url)
+    assert traces(page, 0)  # the largest changes
+    before = table_text(page, "series")
+    page.select_option('select[name="metric"]', "Fwd Speedup (x)")
+    page.wait_for_url("**metric=*")
+    assert table_text(page, "series") != before
+    shot(page, "compare")

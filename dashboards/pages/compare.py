@@ -1,0 +1,104 @@
+"""Commit comparison page (`/compare/BASE...HEAD?repo=R`): what changed between two commits."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.http import Http404
+
+from benchsite.regressions.compare import STATUSES, compare_commits
+from benchsite.results.models import Run
+from dashboards import charts
+from dashboards.pages.common import geomean, page_url, repos_and_benchmarks
+from dashboards.pages.runs import links
+from dashboards.render import Page, Table
+from dashboards.state import State
+
+CLASSES = {"regressed": "worse", "improved": "better"}
+TOP = 30
+
+
+def build(state: State, base: str, head: str) -> Page:
+    repos, _ = repos_and_benchmarks()
+    repo = state.choice("repo", repos, default="pytorch/ao")
+    runs = {sha: list(Run.objects.filter(repo=repo, head_sha=sha).order_by("timestamp"))
+            for sha in (base, head)}
+    if not runs[base] and not runs[head]:
+        raise Http404(f"no runs of {repo} at {base} or {head}")
+    comparison = compare_commits(repo, base, head)
+    options = {name: sorted({getattr(row, name) for row in comparison.rows})
+               for name in ("benchmark", "metric", "arch")}
+    chosen = {name: state.choice(name, ["", *options[name]], default="") for name in options}
+    status = state.choice("status", ["", *STATUSES], default="")
+    rows = [row for row in comparison.rows
+            if all(not value or getattr(row, name) == value for name, value in chosen.items())]
+    return Page(
+        title=f"Compare {base[:10]}...{head[:10]}",
+        filters={"repo": repo, "base": base, "head": head, **chosen, "status": status,
+                 "verdict": comparison.verdict, "counts": comparison.counts},
+        tables=[_groups(state, rows, repo, base, head),
+                _details(rows if not status else [r for r in rows if r.status == status],
+                         repo, base, head)],
+        figures=[_top_changes(rows)] if any(r.change is not None for r in rows) else [],
+        context={"comparison": comparison, "runs": runs, "options": options,
+                 "chosen": chosen, "statuses": STATUSES, "status": status, "repos": repos,
+                 "base_links": [links(run) for run in runs[base]][:1],
+                 "head_links": [links(run) for run in runs[head]][:1]},
+    )
+
+
+def _groups(state, rows, repo, base, head) -> Table:
+    """Per benchmark, metric and device: counts by status, and the geomean of head/base over
+    the series both commits have (with how many)."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for row in rows:
+        groups[(row.benchmark, row.metric, row.arch or row.device)].append(row)
+    table = Table("summary", ["benchmark", "metric", "device", "geomean head/base", "common",
+                              *STATUSES], [])
+    for (benchmark, metric, device), members in sorted(groups.items()):
+        both = [row.head / row.base for row in members
+                if row.base and row.head is not None and row.base > 0]
+        counts = {status: sum(1 for row in members if row.status == status)
+                  for status in STATUSES}
+        table.rows.append([benchmark, metric, device, geomean(both), len(both),
+                           *counts.values()])
+        drill = {"repo": repo, "benchmark": benchmark, "metric": metric}
+        table.links.append({
+            5 + offset: page_url(f"/compare/{base}...{head}", **drill, status=status)
+            for offset, status in enumerate(STATUSES) if counts[status]
+        } | {0: page_url(f"/compare/{base}...{head}", **drill)})
+        table.classes.append({5: "worse" if counts["regressed"] else "",
+                              6: "better" if counts["improved"] else ""})
+    return table
+
+
+def _details(rows, repo, base, head) -> Table:
+    table = Table("series", ["benchmark", "model", "backend", "mode", "dtype", "device",
+                             "metric", "base", "head", "change %", "p-value", "status"], [])
+    for row in rows:
+        table.rows.append([row.benchmark, row.model, row.backend, row.mode, row.dtype,
+                           row.arch or row.device, row.metric, row.base, row.head,
+                           None if row.change is None else round(100 * row.change, 2),
+                           row.p_value, row.status.replace("_", " ")])
+        table.links.append({1: page_url("/explorer/", repo=repo, benchmark=row.benchmark,
+                                        model=row.model, metric=row.metric, arch=row.arch,
+                                        range="90d")})
+        table.classes.append({9: CLASSES.get(row.status, ""), 11: CLASSES.get(row.status, "")})
+    return table
+
+
+def _top_changes(rows) -> dict:
+    changed = sorted((r for r in rows if r.change is not None),
+                     key=lambda r: -abs(r.change))[:TOP]
+    colours = [charts.RED if r.status == "regressed" else charts.GREEN
+               if r.status == "improved" else charts.GREY for r in changed]
+    labels = [charts.esc(f"{r.model} · {r.metric} · {r.arch or r.device}") for r in changed]
+    figure = {"data": [{"type": "bar", "orientation": "h", "y": labels,
+                        "x": [round(100 * r.change, 2) for r in changed],
+                        "marker": {"color": colours},
+                        "hovertemplate": "%{y}: %{x:.2f}%<extra></extra>"}],
+              "layout": charts.layout(f"Largest changes (top {len(changed)})",
+                                      xaxis={"title": {"text": "change (%)"}},
+                                      yaxis={"automargin": True, "autorange": "reversed"},
+                                      height=max(300, 28 * len(changed) + 80))}
+    return figure
