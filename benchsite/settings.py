@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "benchsite.results",
     "benchsite.jobs",
+    "benchsite.regressions",
     "dashboards",
 ]
 
@@ -168,3 +169,11 @@ if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
+
+# Regressions: detection after each upload (inline without a broker; off for pure ingestion
+# benchmarks), links in notifications, and the sender of alert emails.
+BENCH_DETECT_ON_UPLOAD = env_bool("BENCH_DETECT_ON_UPLOAD", True)
+BENCH_SITE_URL = env_str("BENCH_SITE_URL", "http://localhost:8000")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "benchsite@localhost")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from runner import run, upload
+from runner import gate, run, upload
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    gate.add_parser(commands)
     run.add_parser(commands)
     upload.add_parser(commands)
     return parser

@@ -68,11 +68,13 @@ def store_upload(
     idempotency_key: str | None = None,
     source: str = Upload.Source.API,
     payload_gzip: bytes | None = None,
+    announce: bool = True,
 ) -> Stored:
     """Validate and store one upload of v3 records.
 
     `metadata` holds run fields the records may lack (query parameters of the API);
     `payload_gzip` is the body as the client compressed it, kept instead of recompressing.
+    `announce=False` skips the `upload_stored` signal (bulk loaders run detection once after).
     Raises UploadRefused (or a subclass) with every problem; then nothing is written.
     """
     metadata = {key: value for key, value in (metadata or {}).items() if value not in (None, "")}
@@ -104,8 +106,9 @@ def store_upload(
         with transaction.atomic():
             upload.save()
             _store_batch(upload, batch)
-            transaction.on_commit(
-                lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
+            if announce:
+                transaction.on_commit(
+                    lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
     except IntegrityError:
         # A concurrent request stored the same upload first.
         repeat = _find_repeat(digest, idempotency_key)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 
+from django.core.cache import cache
 from django.http import Http404
 
 from benchsite.regressions.compare import STATUSES, compare_commits
@@ -15,6 +17,7 @@ from dashboards.render import Page, Table
 from dashboards.state import State
 
 CLASSES = {"regressed": "worse", "improved": "better"}
+CACHE_SECONDS = 600  # threshold changes in the admin show within this
 TOP = 30
 
 
@@ -25,7 +28,14 @@ def build(state: State, base: str, head: str) -> Page:
             for sha in (base, head)}
     if not runs[base] and not runs[head]:
         raise Http404(f"no runs of {repo} at {base} or {head}")
-    comparison = compare_commits(repo, base, head)
+    # Two commits' results only change when a run gains results: that is the cache key.
+    version = ":".join(f"{run.pk}-{run.result_count}" for sha in (base, head)
+                       for run in runs[sha])
+    key = "compare:" + hashlib.sha256(f"{repo}:{base}:{head}:{version}".encode()).hexdigest()
+    comparison = cache.get(key)
+    if comparison is None:
+        comparison = compare_commits(repo, base, head)
+        cache.set(key, comparison, CACHE_SECONDS)
     options = {name: sorted({getattr(row, name) for row in comparison.rows})
                for name in ("benchmark", "metric", "arch")}
     chosen = {name: state.choice(name, ["", *options[name]], default="") for name in options}

@@ -266,11 +266,6 @@ def test_series_ids_are_cached_only_after_commit(api, token, django_capture_on_c
     SERIES_ID_CACHE.ids.clear()
 
 
-def test_root_redirects_to_api_docs(api):
-    response = api.get("/")
-    assert response.status_code == 302 and response["Location"] == "/api/docs/"
-
-
 def test_series_id_cache_survives_deleted_series(api, token, django_capture_on_commit_callbacks):
     from benchsite.results.ingest import SERIES_ID_CACHE
 

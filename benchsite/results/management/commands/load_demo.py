@@ -1,6 +1,7 @@
 import time
 
 import orjson
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connection
 
@@ -30,11 +31,13 @@ class Command(BaseCommand):
         uploads = records = 0
         for metadata, batch in nightly_uploads(DEMO, nights=nights):
             stored = store_upload(orjson.dumps(batch), metadata=metadata,
-                                  source=Upload.Source.DEMO)
+                                  source=Upload.Source.DEMO, announce=False)
             uploads += 1
             records += stored.upload.record_count
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("ANALYZE")  # fresh statistics, or the planner guesses badly
+        # Once over the whole history rather than after each of hundreds of uploads.
+        call_command("detect_regressions", stdout=self.stdout)
         self.stdout.write(f"loaded {records} records in {uploads} uploads "
                           f"({time.perf_counter() - started:.1f} s)")

@@ -2,6 +2,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connection
 
@@ -20,7 +21,8 @@ def _load_nights(nights: list[int], total: int, end: datetime) -> int:
 
     records = 0
     for metadata, batch in nightly_uploads(LARGE, end=end, nights=total, only=set(nights)):
-        stored = store_upload(orjson.dumps(batch), metadata=metadata, source=Upload.Source.DEMO)
+        stored = store_upload(orjson.dumps(batch), metadata=metadata, source=Upload.Source.DEMO,
+                              announce=False)
         records += stored.upload.record_count
     return records
 
@@ -47,6 +49,7 @@ class Command(BaseCommand):
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("VACUUM ANALYZE")
+        call_command("detect_regressions", stdout=self.stdout)
         seconds = time.perf_counter() - started
         self.stdout.write(f"seeded {records} results over {nights} nights in {seconds:.0f} s "
                           f"({records / seconds:.0f} results/s)")

@@ -1,0 +1,105 @@
+"""Plotly figures of a series with its detected changes marked, as JSON-able dicts.
+
+Series and model names come from uploads: every name that reaches a label, a title or a
+hover text is HTML-escaped here (plotly renders a subset of HTML in them), and pages embed
+the figure with `json_script`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from django.utils.html import escape
+
+from benchsite.regressions.models import Regression
+from benchsite.results.models import Result, Series
+
+COLOURS = {
+    Regression.Kind.REGRESSION: "#cf222e",
+    Regression.Kind.IMPROVEMENT: "#1a7f37",
+    Regression.Kind.SUSPICIOUS: "#bc4c00",
+    Regression.Kind.CHANGE: "#8250df",
+}
+TRIAGED_AWAY = "#8c959f"  # expected or false positive
+BAND_POINTS = 30  # points before a change that its baseline band and noise come from
+
+
+def series_chart_payload(series: Series, results: Iterable[Result],
+                         regressions: Iterable[Regression] | None = None, *,
+                         repetitions: bool = True) -> dict:
+    """A plotly figure ({"data": [...], "layout": {...}}) of a series: its median per point
+    (a line; hover: value and commit), every repetition (faint markers; `repetitions=False`
+    leaves them out), and for each regression (default: all of the series') the change
+    point (a vertical line and a label), the commit range last good .. first bad (a shaded
+    span) and the baseline band (baseline +- noise before the change).
+
+    `results`: the series' results ordered by timestamp, with `run` loaded
+    (`select_related("run")`, for the commit in hover texts)."""
+    results = list(results)
+    if regressions is None:
+        regressions = series.regressions.all()
+    x = [result.timestamp.isoformat() for result in results]
+    data = []
+    if repetitions:
+        rep_x = [when for when, result in zip(x, results, strict=True)
+                 for _ in result.values or ()]
+        rep_y = [value for result in results for value in result.values or ()]
+        data.append({"type": "scatter", "mode": "markers", "name": "repetitions", "x": rep_x,
+                     "y": rep_y, "marker": {"size": 4, "color": "rgba(87, 96, 106, 0.35)"},
+                     "hoverinfo": "y"})
+    data.append({
+        "type": "scatter", "mode": "lines+markers", "name": "median", "x": x,
+        "y": [result.value for result in results],
+        "text": [escape(f"{result.run.head_sha[:10]} {result.run.head_branch}")
+                 for result in results],
+        "hovertemplate": "%{y:.4g}<br>%{x}<br>%{text}<extra></extra>",
+        "line": {"color": "#0969da", "width": 1.5}, "marker": {"size": 5},
+    })
+    shapes, annotations = [], []
+    for regression in regressions:
+        _mark(regression, results, shapes, annotations)
+    layout = {
+        "title": {"text": escape(str(series)), "font": {"size": 14}},
+        "xaxis": {"type": "date"},
+        "yaxis": {"title": {"text": escape(series.metric)}},
+        "hovermode": "closest", "shapes": shapes, "annotations": annotations,
+        "margin": {"t": 60, "r": 20}, "legend": {"orientation": "h"},
+    }
+    return {"data": data, "layout": layout}
+
+
+def _mark(regression: Regression, results: list[Result], shapes: list, annotations: list) -> None:
+    colour = COLOURS[regression.kind] if regression.state not in (
+        Regression.State.EXPECTED, Regression.State.FALSE_POSITIVE) else TRIAGED_AWAY
+    change = regression.first_bad_at.isoformat()
+    if regression.last_good_at is not None:
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper",
+                       "x0": regression.last_good_at.isoformat(), "x1": change, "y0": 0,
+                       "y1": 1, "fillcolor": colour, "opacity": 0.12, "line": {"width": 0}})
+    shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": change, "x1": change,
+                   "y0": 0, "y1": 1, "line": {"color": colour, "width": 1.5, "dash": "dot"}})
+    before = [result for result in results
+              if result.timestamp < regression.first_bad_at and result.value][-BAND_POINTS:]
+    if before:
+        noise = _relative_noise([result.value for result in before])
+        shapes.append({"type": "rect", "xref": "x", "yref": "y",
+                       "x0": before[0].timestamp.isoformat(), "x1": change,
+                       "y0": regression.baseline * (1 - noise),
+                       "y1": regression.baseline * (1 + noise),
+                       "fillcolor": "#0969da", "opacity": 0.1, "line": {"width": 0}})
+    label = f"{regression.get_kind_display()} {regression.magnitude:+.1%}"
+    annotations.append({
+        "x": change, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom",
+        "text": escape(label), "showarrow": False, "font": {"color": colour, "size": 11},
+        "hovertext": escape(f"{regression.last_good_sha[:10] or '?'} .. "
+                            f"{regression.first_bad_sha[:10]} ({regression.get_state_display()})"),
+    })
+
+
+def _relative_noise(values: list[float]) -> float:
+    """Noise of one point, relative: the scaled MAD of log differences (0 for < 3 points)."""
+    logs = np.log([value for value in values if value > 0])
+    if len(logs) < 3:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(np.diff(logs))) / np.sqrt(2))

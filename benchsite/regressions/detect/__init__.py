@@ -1,0 +1,34 @@
+"""Change detectors on plain arrays: numpy and scipy only, no Django.
+
+Every detector is online-consistent: it walks a series in time order and a detection raised
+at point T uses only points up to T, so one call on a whole history gives what running it on
+each upload would have given, with `detected_at` saying when.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HIGHER, LOWER = "higher", "lower"
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """A change found in a series of points (indices into the points given)."""
+
+    index: int  # the first point at the new level (first bad)
+    detected_at: int  # the newest point when the change was raised
+    before: float  # level before the change (the baseline)
+    after: float  # level after it
+    confidence: float  # p-value (change point), or the violation count (HUD policy)
+    kind: str = "change"  # HUD policy: "regression" or "suspicious"
+
+    @property
+    def magnitude(self) -> float:
+        """Relative change, signed: +0.12 is 12 % up."""
+        return self.after / self.before - 1.0
+
+    @property
+    def delay(self) -> int:
+        """Points at the new level seen when it was raised (1: raised on the first one)."""
+        return self.detected_at - self.index + 1

@@ -1,0 +1,259 @@
+"""Step-change detection: robust two-window tests, walked in time order.
+
+For a candidate first-bad point t, the level of the points from t on is compared with the
+level of up to `before` points before t (never reaching back past the previous change).
+Levels are winsorised means of log values (clipped at `clip` noise units around each
+window's median, so one outlier moves a level by little); the noise is the scaled MAD of
+point-to-point differences before t (steps and outliers barely move it); the difference is
+tested like a t statistic with the noise estimate's effective degrees of freedom, and must
+also reach `min_magnitude`.
+
+Time order: at each point T (oldest first) the detector asks whether a change has happened
+among the last `max_after` points. A quick pre-filter over fixed after-window lengths finds
+the points T where some candidate passes; there the change is located as the best two-level
+split of the recent points (least Huber cost), and raised when that split has `min_after`
+points after it, itself passes the test, and the newest point is nearer the new level than
+the old (two outliers in a row are not a change). The next change is looked for after it. Each
+decision uses points up to T only, so `detected_at` is when it would have been raised
+online, and a single outlier, which never makes `min_after` points, is never a change.
+
+In the spirit of E-divisive with a t-test (Apache Otava/Hunter), but windowed, median/MAD
+based and confirmed by several points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from scipy import special
+
+from benchsite.regressions.detect import Detection
+from benchsite.regressions.detect.points import MIN_NOISE
+from benchsite.regressions.detect.windows import nan_medians
+
+AFTER_WINDOWS = (3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 25, 30)
+MAD_SCALE = 1.4826
+MAD_EFFICIENCY = 0.37  # a MAD estimate of sigma is worth this share of a standard deviation
+BATCH = 256  # series pre-filtered together (memory: ~series x points x 60 floats)
+HUBER = 1.5  # residuals beyond this many noise units count linearly when locating
+
+
+@dataclass(frozen=True)
+class Params:
+    before: int = 30  # points in the baseline window, at most
+    min_before: int = 6  # points the baseline needs
+    min_after: int = 3  # points at the new level before a change is raised
+    max_after: int = 30  # the longest after window tested
+    noise_window: int = 60  # points whose differences give the noise
+    min_magnitude: float = 0.04  # relative change below which nothing is raised
+    alpha: float = 1e-5  # two-sided significance level
+    clip: float = 2.5  # winsorising limit, in noise units
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_before <= self.before:
+            raise ValueError(f"min_before={self.min_before}: must be in 1..before")
+        if not 1 <= self.min_after <= self.max_after:
+            raise ValueError(f"min_after={self.min_after}: must be in 1..max_after")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha={self.alpha}: must be between 0 and 1")
+        if self.min_magnitude < 0 or self.clip <= 0 or self.noise_window < 3:
+            raise ValueError("min_magnitude >= 0, clip > 0 and noise_window >= 3 are needed")
+
+
+DEFAULT = Params()
+
+
+def detect(values: np.ndarray, params: Params = DEFAULT,
+           noise_floor: float = MIN_NOISE) -> list[Detection]:
+    """Changes in a series of point values, oldest first. Non-positive and non-finite points
+    are skipped (indices still refer to `values`); `noise_floor` is the smallest relative
+    noise assumed (see `points.summarize`)."""
+    return detect_many([values], params, [noise_floor])[0]
+
+
+def detect_many(series: Sequence[np.ndarray], params: Params = DEFAULT,
+                noise_floors: Sequence[float] | None = None) -> list[list[Detection]]:
+    """`detect` on many series at once: series of equal length share the vectorised
+    pre-filter (an upload's series mostly are), which is most of the work."""
+    floors = noise_floors if noise_floors is not None else [MIN_NOISE] * len(series)
+    kept, logs = [], []
+    for values in series:
+        values = np.asarray(values, dtype=float)
+        kept.append(np.flatnonzero(np.isfinite(values) & (values > 0)))
+        logs.append(np.log(values[kept[-1]]))
+    by_length: dict[int, list[int]] = {}
+    for number, y in enumerate(logs):
+        if len(y) >= params.min_before + params.min_after:
+            by_length.setdefault(len(y), []).append(number)
+    found: list[list[Detection]] = [[] for _ in series]
+    for numbers in by_length.values():
+        for start in range(0, len(numbers), BATCH):
+            chunk = numbers[start : start + BATCH]
+            batch = _Batch(np.stack([logs[n] for n in chunk]), params,
+                           np.array([floors[n] for n in chunk]))
+            for row in np.flatnonzero(batch.passes.any(axis=(1, 2))):
+                number = chunk[row]
+                found[number] = [
+                    Detection(index=int(kept[number][index]),
+                              detected_at=int(kept[number][end - 1]),
+                              before=float(np.exp(before)), after=float(np.exp(after)),
+                              confidence=p)
+                    for index, end, before, after, p in _Series(batch, row).changes()]
+    return found
+
+
+class _Batch:
+    """The pre-filter of series of one length: the statistics of every (candidate first
+    bad point t, after-window length a) pair, with baselines reaching back to the start."""
+
+    def __init__(self, y: np.ndarray, params: Params, noise_floors: np.ndarray):
+        self.y, self.params = y, params
+        count, n = y.shape
+        noise, self.df = _trailing_noise(y, params.noise_window)
+        self.noise = np.maximum(noise, noise_floors[:, None])  # of one point, before index
+        self.critical = special.stdtrit(self.df, 1 - params.alpha / 2)  # |z| needed
+        self.windows = np.array([a for a in AFTER_WINDOWS
+                                 if params.min_after <= a <= params.max_after])
+        self.t = np.arange(params.min_before, n - params.min_after + 1)
+        self.end = self.t[:, None] + self.windows[None, :]  # raised at end - 1
+        self.after = np.full((count, *self.end.shape), np.nan)
+        for column, a in enumerate(self.windows):
+            rows = n - a + 1 - self.t[0]
+            if rows > 0:
+                window = sliding_window_view(y[:, self.t[0]:], a, axis=1)[:, :rows]
+                self.after[:, :rows, column] = _clipped_means(
+                    window, np.median(window, axis=2),
+                    params.clip * self.noise[:, self.t[:rows]])
+        level, baseline_count = _baselines(y, self.t, 0, params.before,
+                                           params.clip * self.noise[:, self.t])
+        self.passes = _passes(self.after - level[..., None],
+                              _spread(self.noise[:, self.t, None], self.windows,
+                                      baseline_count[..., None]),
+                              self.critical[:, self.t, None], params.min_magnitude)
+
+
+class _Series:
+    """The time-ordered walk over one series of a batch."""
+
+    def __init__(self, batch: _Batch, row: int):
+        self.params, self.windows, self.t, self.end = (batch.params, batch.windows, batch.t,
+                                                       batch.end)
+        self.y, self.noise = batch.y[row], batch.noise[row]
+        self.df, self.critical = batch.df[row], batch.critical[row]
+        self.after, self.passes = batch.after[row], batch.passes[row].copy()
+
+    def changes(self):
+        """(first bad index, end, level before, level after, p-value) of each change."""
+        params = self.params
+        start, looked = 0, -1
+        while True:
+            later = self.passes & (self.end > looked)
+            if not later.any():
+                return
+            looked = int(self.end[later].min())
+            index = self._locate(looked, start)
+            if looked - index < params.min_after:
+                continue  # the change, if it is one, has too few points yet
+            before, count = self._baselines(np.array([index]), start)
+            after = self._window_mean(index, looked)
+            spread = _spread(self.noise[index], looked - index, count[0])
+            if not _passes(after - before[0], spread, self.critical[index],
+                           params.min_magnitude):
+                continue
+            newest = self.y[looked - 1]
+            if abs(newest - after) > abs(newest - before[0]):
+                continue  # the newest point is back at the old level: a blip, so far
+            z = (after - before[0]) / spread
+            yield index, looked, float(before[0]), after, float(
+                2 * special.stdtr(self.df[index], -abs(z)))
+            start = index
+            self._rebase(start)
+
+    def _rebase(self, start: int) -> None:
+        """Pre-filter again with baselines that begin no earlier than `start` (the latest
+        change): only candidates less than `before` points after it change."""
+        rows = (self.t >= start) & (self.t < start + self.params.before)
+        t = self.t[rows]
+        level, count = self._baselines(t, start)
+        self.passes[rows] = _passes(
+            self.after[rows] - level[:, None],
+            _spread(self.noise[t, None], self.windows, count[:, None]),
+            self.critical[t, None], self.params.min_magnitude)
+        self.passes[self.t < start + self.params.min_before] = False
+
+    def _baselines(self, t: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+        level, count = _baselines(self.y[None, :], t, start, self.params.before,
+                                  self.params.clip * self.noise[None, t])
+        return level[0], count[0]
+
+    def _window_mean(self, index: int, end: int) -> float:
+        window = self.y[index:end]
+        return float(_clipped_means(window, np.median(window),
+                                    self.params.clip * self.noise[index]))
+
+    def _locate(self, end: int, start: int) -> int:
+        """Where a change before `end` is: the split of the recent points (back to the
+        latest change) into two levels with the least Huber cost of the residuals from each
+        part's median. (Winsorised means would hide an old-level point inside an after
+        window and place changes early.)"""
+        params = self.params
+        low = max(start, end - params.max_after - params.before)
+        t = np.arange(max(start + params.min_before, end - params.max_after), end)
+        span = self.y[low:end]
+        left = np.arange(len(span))[None, :] < (t - low)[:, None]
+        left_median = nan_medians(np.where(left, span, np.nan))[0]
+        right_median = nan_medians(np.where(left, np.nan, span))[0]
+        scaled = np.abs(span - np.where(left, left_median[:, None], right_median[:, None]))
+        scaled /= self.noise[t[0]]
+        cost = np.where(scaled <= HUBER, scaled**2 / 2, HUBER * (scaled - HUBER / 2))
+        return int(t[np.argmin(cost.sum(axis=1))])
+
+
+def _spread(noise, a, b):
+    """Standard error of a difference of levels over a and b points."""
+    with np.errstate(divide="ignore"):
+        return noise * np.sqrt(1 / a + 1 / b)
+
+
+def _passes(log_change, spread, critical, min_magnitude: float):
+    """Significant (|z| at least the critical value) and large enough."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ((np.abs(log_change / spread) >= critical)
+                & (np.abs(np.expm1(log_change)) >= min_magnitude))
+
+
+def _baselines(y: np.ndarray, t: np.ndarray, start: int, width: int,
+               limit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Winsorised means (and counts) of the baseline windows of candidates t: the `width`
+    points before each, not reaching before `start`; y is (series, points)."""
+    index = t[:, None] - width + np.arange(width)[None, :]
+    window = np.where(index >= start, y[:, np.maximum(index, 0)], np.nan)
+    median, count = nan_medians(window)
+    return _clipped_means(window, median, limit), count
+
+
+def _trailing_noise(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each series (row) and index t: the noise of one point, from the differences among
+    the `window` points before t, and the effective degrees of freedom of that estimate."""
+    gaps = np.abs(np.diff(y, axis=1))
+    width = window - 1
+    padded = np.concatenate([np.full((len(y), width), np.nan), gaps], axis=1)
+    # Window k covers the gaps among points k - window .. k, i.e. those before index k + 1.
+    rows = sliding_window_view(padded, width, axis=1)[:, np.maximum(np.arange(y.shape[1]) - 1,
+                                                                    0)]
+    median, count = nan_medians(rows)
+    noise = MAD_SCALE * median / np.sqrt(2)
+    return np.nan_to_num(noise), np.maximum(1.0, MAD_EFFICIENCY * (count - 1))
+
+
+def _clipped_means(windows: np.ndarray, median, limit) -> np.ndarray:
+    """Means of the non-NaN entries of each window (last axis) clipped to its median +-
+    limit."""
+    median, limit = np.asarray(median)[..., None], np.asarray(limit)[..., None]
+    clipped = np.clip(windows, median - limit, median + limit)
+    valid = ~np.isnan(clipped)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(valid, clipped, 0.0).sum(axis=-1) / valid.sum(axis=-1)

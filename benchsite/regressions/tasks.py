@@ -1,0 +1,43 @@
+"""Celery tasks: detection after an upload, and the periodic stopped-reporting check.
+
+Both are idempotent (records are matched with earlier ones, notifications claimed before
+they are sent), so at-least-once delivery and retries are safe.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from benchsite.regressions.detection import detect_series
+from benchsite.regressions.models import DetectionSettings
+from benchsite.regressions.notify import notify_regressions, notify_silences
+from benchsite.regressions.silence import check_stopped_reporting
+from benchsite.results.models import Result
+
+RETRY = {"autoretry_for": (OperationalError, InterfaceError), "retry_backoff": True,
+         "max_retries": 3, "acks_late": True}
+
+
+CHUNK = 2000  # series read and detected together
+
+
+@shared_task(**RETRY)
+def detect_upload(upload_id: int) -> int:
+    """Re-run detection on the series an upload touched; returns the regressions raised."""
+    series_ids = sorted(set(Result.objects.filter(upload_id=upload_id)
+                            .values_list("series_id", flat=True).distinct()))
+    settings = DetectionSettings.load()
+    created = []
+    for start in range(0, len(series_ids), CHUNK):
+        created += detect_series(series_ids[start : start + CHUNK], settings)
+    notify_regressions(created)
+    return len(created)
+
+
+@shared_task(**RETRY)
+def stopped_reporting() -> int:
+    """For django-celery-beat (a schedule is made by a migration); returns new alerts."""
+    alerts = check_stopped_reporting()
+    notify_silences(alerts)
+    return len(alerts)

@@ -1,0 +1,140 @@
+"""The regressions page, a regression's page, triage permissions and the chart payload."""
+
+import csv
+import io
+import json
+import re
+
+import pytest
+from django.contrib.auth.models import Permission, User
+
+from benchsite.regressions.charts import series_chart_payload
+from benchsite.regressions.detection import detect_series
+from benchsite.regressions.models import Regression, SilenceAlert
+from benchsite.results.models import Result
+from tests.regressions.factory import levels, sha, store_history
+
+pytestmark = pytest.mark.django_db
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def found():
+    series = store_history({HOSTILE: levels(40, step_at=25, step=0.3),
+                            "=cmd|' /C calc'!A0": levels(40, step_at=20, step=0.25, seed=2)})
+    detect_series([s.pk for s in series.values()])
+    return Regression.objects.select_related("series")
+
+
+@pytest.fixture
+def triager(client):
+    user = User.objects.create_user("triager", password="pw")
+    user.user_permissions.add(Permission.objects.get(codename="change_regression"))
+    client.force_login(user)
+    return user
+
+
+def rows(answer) -> int:
+    return len(re.findall(r'href="/regressions/\d+/"', answer.content.decode()))
+
+
+def test_the_list_shows_current_regressions_with_filters_in_the_url(client, found,
+                                                                   django_assert_max_num_queries):
+    found.filter(series__model=HOSTILE, detector="hud_policy").update(state="fixed")
+    with django_assert_max_num_queries(4):  # count, page, silence alerts (+ session)
+        page = client.get("/regressions/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert rows(page) == 3  # the fixed one is not current
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert rows(client.get("/regressions/?state=any")) == 4
+    assert rows(client.get("/regressions/?state=fixed&detector=hud_policy")) == 1
+    assert "No regressions match" in client.get("/regressions/?device=A100").content.decode()
+    assert rows(client.get("/regressions/?device=h100&kind=regression")) == 3
+    bogus = client.get("/regressions/?state=bogus").content.decode()
+    assert "state: Select a valid choice" in bogus
+
+
+def test_the_list_downloads_as_csv_with_formulas_defused(client, found):
+    answer = client.get("/regressions/?state=any&format=csv")
+    assert answer["Content-Type"] == "text/csv"
+    rows = list(csv.DictReader(io.StringIO(answer.content.decode())))
+    assert len(rows) == 4
+    assert {row["model"] for row in rows} == {HOSTILE, "'=cmd|' /C calc'!A0"}
+    assert {row["first_bad_sha"] for row in rows} == {sha(25), sha(20)}
+    assert rows[0]["url"].startswith("http://testserver/regressions/")
+
+
+def test_a_regression_page_charts_the_series_escaped(client, found):
+    regression = found.get(series__model=HOSTILE, detector="changepoint")
+    page = client.get(regression.get_absolute_url())
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "<img src=x" not in html
+    assert "/static/plotly/plotly.min.js" in html
+    assert sha(24) in html and sha(25) in html  # last good .. first bad
+    assert "HUD policy now" in html and "Log in</a> to triage" in html
+    figure = json.loads(html.split('<script id="chart-data" type="application/json">')[1]
+                        .split("</script>")[0])
+    assert figure["layout"]["title"]["text"].startswith("micro-benchmark api / &lt;img src=x")
+    assert len(figure["data"][1]["x"]) == 40
+
+
+def test_the_chart_payload_marks_changes_and_escapes_every_label(found):
+    regression = found.get(series__model=HOSTILE, detector="changepoint")
+    results = Result.objects.filter(series=regression.series).select_related("run") \
+        .order_by("timestamp")
+    figure = series_chart_payload(regression.series, results)
+    repetitions, medians = figure["data"]
+    assert len(repetitions["y"]) == 3 * 40 and len(medians["y"]) == 40
+    assert all("<" not in text for text in medians["text"])
+    shapes = figure["layout"]["shapes"]
+    lines = [s for s in shapes if s["type"] == "line"]
+    assert {line["x0"] for line in lines} == {regression.first_bad_at.isoformat()}
+    assert len(figure["layout"]["annotations"]) == 2
+    band = next(s for s in shapes if s["yref"] == "y")
+    assert band["y0"] < regression.baseline < band["y1"]
+    assert band["y1"] / regression.baseline - 1 < 0.03  # baseline +- the noise (~1 %)
+    # Both detectors' records are marked.
+    assert len(lines) == 2 and all(a["text"].startswith("Regression +3")
+                                   for a in figure["layout"]["annotations"])
+    assert all("<" not in a["hovertext"] for a in figure["layout"]["annotations"])
+    without = series_chart_payload(regression.series, results, [], repetitions=False)
+    assert len(without["data"]) == 1 and without["layout"]["shapes"] == []
+
+
+def test_triage_needs_a_login_and_the_permission(client, found):
+    regression = found.get(series__model=HOSTILE, detector="changepoint")
+    url = f"/regressions/{regression.pk}/triage"
+    anonymous = client.post(url, {"state": "false_positive"})
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/admin/login/")
+    User.objects.create_user("viewer", password="pw")
+    client.login(username="viewer", password="pw")
+    assert client.post(url, {"state": "false_positive"}).status_code == 403
+    assert "You may not triage" in client.get(regression.get_absolute_url()).content.decode()
+    regression.refresh_from_db()
+    assert regression.state == "open" and regression.events.count() == 1
+
+
+def test_a_triager_changes_the_state_with_a_note(client, found, triager):
+    regression = found.get(series__model=HOSTILE, detector="changepoint")
+    answer = client.post(f"/regressions/{regression.pk}/triage",
+                         {"state": "false_positive", "note": "noisy runner"}, follow=True)
+    assert "Marked false positive." in answer.content.decode()
+    regression.refresh_from_db()
+    assert regression.state == "false_positive"
+    event = regression.events.last()
+    assert (event.user, event.from_state, event.to_state, event.note) == (
+        triager, "open", "false_positive", "noisy runner")
+    refused = client.post(f"/regressions/{regression.pk}/triage", {"state": "gone"},
+                          follow=True)
+    assert "state: Select a valid choice" in refused.content.decode()
+    assert client.get(f"/regressions/{regression.pk}/triage").status_code == 405
+
+
+def test_silent_devices_are_listed(client, found):
+    SilenceAlert.objects.create(key="k", repo="pytorch/ao", device="cuda", arch="NVIDIA A100",
+                                last_seen="2025-01-01T00:00Z", usual_gap="1 00:00:00",
+                                runs_seen=9)
+    html = client.get("/regressions/").content.decode()
+    assert "device NVIDIA A100" in html
