@@ -24,7 +24,7 @@ from django.db.models import Count, F, Q
 from benchsite.results import v3
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
 from benchsite.results.signals import upload_stored
-from benchsite.results.summaries import resummarize_runs, summarize_upload
+from benchsite.results.summaries import resummarize_runs, summarize_batch
 
 LOOKUP_CHUNK = 5000
 
@@ -194,7 +194,7 @@ def _store_batch(upload: Upload, batch: v3.Batch) -> None:
         run_ids.update(_ids_by_identity(Run, [run.identity for run in new_runs]))
     series_ids = _series_ids(batch.series)
     _insert_results(upload.pk, batch.results, run_ids, series_ids)
-    summarize_upload(upload.pk)
+    summarize_batch(batch, run_ids)
 
     counts: dict[int, int] = {}
     for result in batch.results:

@@ -1,9 +1,15 @@
-"""Run summaries (`RunSummary`), maintained by ingestion with one SQL statement per upload."""
+"""Run summaries (`RunSummary`): ingestion adds each upload's totals, computed from the
+batch it already holds (one small upsert, no re-reading of the rows just written);
+`resummarize_runs` rebuilds runs' summaries from their stored results in SQL."""
 
 from __future__ import annotations
 
+import math
+from datetime import UTC, datetime
+
 from django.db import connection
 
+from benchsite.results import v3
 from benchsite.results.models import Result, Run, RunSummary, Series
 
 # Accuracy results that count as a pass, as the PyTorch HUD counts them.
@@ -14,18 +20,12 @@ _GROUP = ("benchmark", "mode", "dtype", "backend", "suite", "device", "arch", "m
 _TOTALS = ("count", "log_count", "log_sum", "string_count", "pass_count")
 
 
-def _statement(where: str, upsert: bool) -> str:
+def _statement(where: str) -> str:
     table = RunSummary._meta.db_table
     first_string = ("r.string_values ->> 0" if connection.vendor == "postgresql"
                     else "json_extract(r.string_values, '$[0]')")
     passes = ", ".join(f"'{value}'" for value in PASS_VALUES)
     group = ", ".join(f"s.{column}" for column in _GROUP)
-    conflict = ""
-    if upsert:
-        conflict = (
-            f" ON CONFLICT (run_id, {', '.join(_GROUP)}) DO UPDATE SET "
-            + ", ".join(f"{total} = {table}.{total} + excluded.{total}" for total in _TOTALS)
-        )
     # `value < %(inf)s` keeps infinities (a writer's "inf") out of the geometric mean.
     return f"""
         INSERT INTO {table} (run_id, repo, branch, timestamp, {", ".join(_GROUP)},
@@ -40,15 +40,41 @@ def _statement(where: str, upsert: bool) -> str:
         JOIN {Series._meta.db_table} s ON s.id = r.series_id
         JOIN {Run._meta.db_table} run ON run.id = r.run_id
         WHERE {where}
-        GROUP BY r.run_id, run.repo, run.head_branch, run.timestamp, {group}{conflict}
+        GROUP BY r.run_id, run.repo, run.head_branch, run.timestamp, {group}
     """
 
 
-def summarize_upload(upload_id: int) -> None:
-    """Add an upload's results to its runs' summaries."""
+def summarize_batch(batch: v3.Batch, run_ids: dict[str, int]) -> None:
+    """Add a stored batch's results to its runs' summaries."""
+    totals: dict[tuple, list] = {}
+    for result in batch.results:
+        series = batch.series[result.series]
+        key = (run_ids[result.run], result.run, *(getattr(series, c) for c in _GROUP))
+        total = totals.get(key)
+        if total is None:
+            total = totals[key] = [0, 0, 0.0, 0, 0]
+        value = result.value
+        if value is not None:
+            total[0] += 1
+            if 0 < value < math.inf:
+                total[1] += 1
+                total[2] += math.log(value)
+        if result.string_values:
+            total[3] += 1
+            total[4] += result.string_values[0] in PASS_VALUES
+    table = RunSummary._meta.db_table
+    columns = ("run_id", "repo", "branch", "timestamp", *_GROUP, *_TOTALS)
+    sql = (f"INSERT INTO {table} ({', '.join(columns)}) "
+           f"VALUES ({', '.join(['%s'] * len(columns))}) "
+           f"ON CONFLICT (run_id, {', '.join(_GROUP)}) DO UPDATE SET "
+           + ", ".join(f"{total} = {table}.{total} + excluded.{total}" for total in _TOTALS))
+    rows = []
+    for (run_id, run_identity, *group), total in totals.items():
+        run = batch.runs[run_identity]
+        started = datetime.fromtimestamp(run.timestamp, tz=UTC)
+        rows.append((run_id, run.repo, run.head_branch, started, *group, *total))
     with connection.cursor() as cursor:
-        cursor.execute(_statement("r.upload_id = %(upload)s", upsert=True),
-                       {"upload": upload_id, "inf": float("inf")})
+        cursor.executemany(sql, rows)
 
 
 def resummarize_runs(run_ids: list[int]) -> None:
@@ -56,5 +82,5 @@ def resummarize_runs(run_ids: list[int]) -> None:
     RunSummary.objects.filter(run_id__in=run_ids).delete()
     with connection.cursor() as cursor:
         for run_id in run_ids:
-            cursor.execute(_statement("r.run_id = %(run)s", upsert=False),
+            cursor.execute(_statement("r.run_id = %(run)s"),
                            {"run": run_id, "inf": float("inf")})

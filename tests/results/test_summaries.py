@@ -48,3 +48,19 @@ def test_rederive_rebuilds_summaries(db):
     call_command("rederive_uploads", str(upload.pk))
     speed = RunSummary.objects.get()
     assert (speed.count, round(math.exp(speed.log_sum / speed.log_count), 9)) == (3, 4.0)
+
+
+def test_ingestion_totals_match_a_rebuild_from_stored_results(db):
+    from benchsite.results.summaries import resummarize_runs
+
+    store([speedup("a", 2.0), speedup("b", "inf"), accuracy("m1", "pass")])
+    store([accuracy("m2", "fail_accuracy"), speedup("c", 0.0)])
+    fields = ("run_id", "repo", "branch", "timestamp", "benchmark", "mode", "dtype", "backend",
+              "suite", "device", "arch", "metric", "compile_mode", "count", "log_count",
+              "string_count", "pass_count")
+    incremental = sorted(RunSummary.objects.values_list(*fields, "log_sum"))
+    resummarize_runs(list(RunSummary.objects.values_list("run_id", flat=True).distinct()))
+    rebuilt = sorted(RunSummary.objects.values_list(*fields, "log_sum"))
+    assert len(incremental) == 2
+    assert [row[:-1] for row in incremental] == [row[:-1] for row in rebuilt]
+    assert all(math.isclose(a[-1], b[-1]) for a, b in zip(incremental, rebuilt, strict=True))
