@@ -76,6 +76,10 @@ def page_urls() -> dict[str, list[str]]:
     pages["compare"] += [url(f"/compare/{inductor[n]}...{inductor[0]}", repo="pytorch/pytorch")
                          for n in (1, 30)]
     pages["regressions"] = [url("/regressions/"), url("/regressions/", state="open")]
+    from benchsite.regressions.models import Regression
+
+    latest = Regression.objects.order_by("-pk").values_list("pk", flat=True)[:5]
+    pages["regression chart"] = [f"/regressions/{pk}/" for pk in latest]
     runs = Run.objects.order_by("-timestamp").values_list("pk", flat=True)
     pages["run"] = [f"/runs/{pk}/" for pk in list(runs[:3]) + list(runs[1000:1003])]
     return pages

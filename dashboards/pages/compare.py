@@ -13,7 +13,7 @@ from benchsite.results.models import Run
 from dashboards import charts
 from dashboards.pages.common import geomean, page_url, repos_and_benchmarks
 from dashboards.pages.runs import links
-from dashboards.render import Page, Table
+from dashboards.render import HTML_ROWS, Page, Table
 from dashboards.state import State
 
 CLASSES = {"regressed": "worse", "improved": "better"}
@@ -85,15 +85,17 @@ def _groups(state, rows, repo, base, head) -> Table:
 def _details(rows, repo, base, head) -> Table:
     table = Table("series", ["benchmark", "model", "backend", "mode", "dtype", "device",
                              "metric", "base", "head", "change %", "p-value", "status"], [])
-    for row in rows:
+    for number, row in enumerate(rows):
         table.rows.append([row.benchmark, row.model, row.backend, row.mode, row.dtype,
                            row.arch or row.device, row.metric, row.base, row.head,
                            None if row.change is None else round(100 * row.change, 2),
                            row.p_value, row.status.replace("_", " ")])
-        table.links.append({1: page_url("/explorer/", repo=repo, benchmark=row.benchmark,
-                                        model=row.model, metric=row.metric, arch=row.arch,
-                                        range="90d")})
-        table.classes.append({9: CLASSES.get(row.status, ""), 11: CLASSES.get(row.status, "")})
+        if number < HTML_ROWS:  # links and colours only for the rows the page shows
+            table.links.append({1: page_url("/explorer/", repo=repo, benchmark=row.benchmark,
+                                            model=row.model, metric=row.metric,
+                                            arch=row.arch, range="90d")})
+            table.classes.append({9: CLASSES.get(row.status, ""),
+                                  11: CLASSES.get(row.status, "")})
     return table
 
 
