@@ -48,17 +48,22 @@ def test_api_and_command_jobs_run_on_the_worker(celery_worker, api, make_token, 
     assert no_duplicate_results()
 
 
-def test_killed_worker_process_cell_is_delivered_again(celery_worker, make_token, api):
-    slow = {"samples": 200, "warmup_s": 0.0, "min_sample_s": 0.01}
+def start_slow_job(api, token: str, samples: int) -> tuple[int, JobCell]:
+    """Submit a job whose cells take seconds; return it once one of its cells runs."""
+    slow = {"samples": samples, "warmup_s": 0.0, "min_sample_s": 0.01}
     response = api.post("/api/v3/jobs", {"spec": SMALL_SPEC, "queue": "cpu", "timing": slow},
-                        format="json", HTTP_AUTHORIZATION=f"Bearer {make_token('pytorch/ao')}")
+                        format="json", HTTP_AUTHORIZATION=f"Bearer {token}")
     job_id = response.json()["id"]
 
     def a_running_cell():
         """a cell to start running"""
         return JobCell.objects.filter(job_id=job_id, status="running").first()
 
-    victim = wait_for(a_running_cell)
+    return job_id, wait_for(a_running_cell)
+
+
+def test_killed_worker_process_cell_is_delivered_again(celery_worker, make_token, api):
+    job_id, victim = start_slow_job(api, make_token("pytorch/ao"), samples=200)
     pid = int(victim.worker.rsplit(" pid ", 1)[1])
     assert pid != celery_worker.pid  # the pool process running the cell, not the supervisor
     os.kill(pid, signal.SIGKILL)
@@ -75,16 +80,7 @@ def test_killed_worker_process_cell_is_delivered_again(celery_worker, make_token
 def test_a_lost_database_connection_is_retried(celery_worker, make_token, api):
     from django.db import connection
 
-    slow = {"samples": 100, "warmup_s": 0.0, "min_sample_s": 0.01}
-    response = api.post("/api/v3/jobs", {"spec": SMALL_SPEC, "queue": "cpu", "timing": slow},
-                        format="json", HTTP_AUTHORIZATION=f"Bearer {make_token('pytorch/ao')}")
-    job_id = response.json()["id"]
-
-    def a_running_cell():
-        """a cell to start running"""
-        return JobCell.objects.filter(job_id=job_id, status="running").first()
-
-    victim = wait_for(a_running_cell)
+    job_id, victim = start_slow_job(api, make_token("pytorch/ao"), samples=100)
     with connection.cursor() as cursor:  # what a database restart or failover does
         cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                        "WHERE datname = current_database() AND pid <> pg_backend_pid()")
