@@ -81,10 +81,9 @@ class JobList(generics.ListAPIView):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         token = request.auth if isinstance(request.auth, UploadToken) else None
-        repo = values["repo"]
-        if token is not None and not token.allows(repo or settings.BENCH_JOB_REPO):
-            raise PermissionDenied(f"token {token.name!r} may not run jobs for "
-                                   f"{repo or settings.BENCH_JOB_REPO!r}")
+        repo = values["repo"] or settings.BENCH_JOB_REPO
+        if token is not None and not token.allows(repo):
+            raise PermissionDenied(f"token {token.name!r} may not run jobs for {repo!r}")
         try:
             job = submit_job(
                 values.pop("spec"), via=Job.Via.API, token=token,

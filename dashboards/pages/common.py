@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.db.models import Exists, OuterRef
-from django.utils import timezone
 
+from benchsite.results.direction import HIGHER
 from benchsite.results.models import Run, RunSummary, Series
-
-PICKER_DAYS = 400  # pickers offer what reported within this window (a year and some)
 
 
 def geomean(values: Iterable[float | None]) -> float | None:
@@ -37,9 +34,8 @@ def repos_and_benchmarks(repo: str | None = None) -> tuple[list[str], list[str]]
 
 
 def summary_choices(column: str, **filters) -> list[str]:
-    """Distinct values of a RunSummary column among recent summaries matching `filters`."""
-    since = timezone.now() - timedelta(days=PICKER_DAYS)
-    values = (RunSummary.objects.filter(timestamp__gte=since, **filters)
+    """Distinct values of a RunSummary column among the summaries matching `filters`."""
+    values = (RunSummary.objects.filter(**filters)
               .order_by().values_list(column, flat=True).distinct())
     return sorted(value for value in values if value is not None)
 
@@ -57,6 +53,15 @@ def latest_shas(repo: str, benchmark: str, branch: str, limit: int = 120) -> lis
             if len(seen) == limit:
                 break
     return list(seen.items())
+
+
+def change_class(change: float | None, threshold: float, direction: str | None) -> str:
+    """CSS class of a relative change: "better"/"worse" beyond the threshold, given which way
+    is better for the metric ("higher"/"lower"); "" when within it or unknown."""
+    if change is None or direction is None:
+        return ""
+    better = change if direction == HIGHER else -change
+    return "better" if better > threshold else "worse" if better < -threshold else ""
 
 
 def page_url(path: str, **params) -> str:

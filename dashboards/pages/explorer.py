@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from benchsite.results.direction import HIGHER, infer
+from benchsite.results.direction import infer
 from benchsite.results.models import Result, Series
 from dashboards import charts
-from dashboards.pages.common import repos_and_benchmarks, series_options
+from dashboards.pages.common import change_class, repos_and_benchmarks, series_options
 from dashboards.render import Page, Table
 from dashboards.state import State
 
@@ -89,13 +89,7 @@ def _summary(series, points, names, threshold) -> Table:
             round(100 * value / target, 1) if value is not None and target else None,
             len(rows), latest[3][:10] if latest else None,
         ])
-        classes = {}
-        direction = infer(item.metric)
-        if change is not None and direction:
-            better = change if direction == HIGHER else -change
-            classes[4] = "better" if better > threshold else "worse" if better < -threshold \
-                else ""
-        table.classes.append(classes)
+        table.classes.append({4: change_class(change, threshold, infer(item.metric))})
         table.links.append({8: f"/runs/{latest[4]}/"} if latest else {})
     return table
 

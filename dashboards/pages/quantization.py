@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from benchsite.results.direction import HIGHER
 from benchsite.results.models import Result
 from dashboards import charts
 from dashboards.pages.common import (
+    change_class,
     geomean,
     latest_shas,
     page_url,
@@ -132,13 +134,6 @@ def _change_heatmap(recipes, shapes, new, old, base, sha) -> dict:
                           text, "change (%)", midpoint=0.0)
 
 
-def _direction_class(change: float | None, threshold: float, higher_is_better=True) -> str:
-    if change is None:
-        return ""
-    better = change if higher_is_better else -change
-    return "better" if better > threshold else "worse" if better < -threshold else ""
-
-
 def _geomeans(recipes, new, old, base, threshold, common_only) -> Table:
     columns = ["recipe", "geomean speedup", "points"]
     if base:
@@ -158,7 +153,7 @@ def _geomeans(recipes, new, old, base, threshold, common_only) -> Table:
             change = _change(g_new, g_old)
             row += [g_old, f"{len(shapes_old)}/{sum(1 for r, _ in old if r == recipe)}",
                     None if change is None else round(100 * change, 2)]
-            classes[5] = _direction_class(change, threshold)
+            classes[5] = change_class(change, threshold, HIGHER)
         table.rows.append(row)
         table.classes.append(classes)
     return table
@@ -181,7 +176,7 @@ def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
             if base:
                 change = _change(_speedup(cell), _speedup(before))
                 row += [_speedup(before), None if change is None else round(100 * change, 2)]
-                classes[len(row) - 1] = _direction_class(change, threshold)
+                classes[len(row) - 1] = change_class(change, threshold, HIGHER)
             table.rows.append(row)
             table.classes.append(classes)
             table.links.append({1: page_url(
