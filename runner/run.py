@@ -15,10 +15,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, NoReturn
 
+from runner import families
+from runner.families import DEFAULT as QUANTIZATION
 from runner.quant.cells import Cell, TimingSettings
 from runner.quant.report import table, write_csv, write_json
 from runner.quant.results import FAILED, CellResult
-from runner.quant.spec import SpecError, load_spec
+from runner.quant.spec import parse_spec
+from runner.specs import SpecError, read_spec
 from runner.upload import METADATA_FIELDS
 
 INTERRUPTED_EXIT = 130
@@ -27,10 +30,12 @@ INTERRUPTED_EXIT = 130
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "run",
-        help="run a benchmark spec (torchao microbenchmark YAML)",
+        help="run a benchmark spec (torchao microbenchmark YAML, or a `family:` spec)",
         description=(
-            "Run every cell of a spec (recipe x shape x model type x compile mode), print a "
-            "results table, and write PyTorch OSS benchmark records and torchao-style CSV."
+            "Run every cell of a spec, print a results table, and write PyTorch OSS benchmark "
+            "records. A torchao microbenchmark config (recipe x shape x model type x compile "
+            "mode) also writes torchao-style CSV; a spec with a `family:` key (see "
+            "runner.families) runs that family's cells."
         ),
     )
     parser.add_argument("spec", type=Path, metavar="SPEC")
@@ -64,8 +69,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.upload and not args.token:
+        print("error: --upload needs --token or $BENCH_UPLOAD_TOKEN", file=sys.stderr)
+        return 2
     try:
-        spec = load_spec(args.spec)
+        data = read_spec(args.spec)
+        if families.family_name(data) != QUANTIZATION:
+            return _run_family(data, args)
+        spec = parse_spec(data, str(args.spec))
     except SpecError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -73,9 +84,6 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(_listing(cells))
         return 0
-    if args.upload and not args.token:
-        print("error: --upload needs --token or $BENCH_UPLOAD_TOKEN", file=sys.stderr)
-        return 2
     if args.samples < 1 or args.threads < 1:
         print("error: --samples and --threads must be at least 1", file=sys.stderr)
         return 2
@@ -109,10 +117,41 @@ def main(args: argparse.Namespace) -> int:
         print(f"interrupted: {len(results)} of {len(cells)} cells finished, outputs hold those; "
               "nothing uploaded", file=sys.stderr)
         return INTERRUPTED_EXIT
-    metadata = {field: getattr(args, field) for field in METADATA_FIELDS if getattr(args, field)}
-    if args.upload and not _upload(records, args.upload, args.token, metadata):
+    if args.upload and not _upload(records, args.upload, args.token, _metadata(args)):
         return 1
     return 1 if counts[FAILED] else 0
+
+
+def _run_family(data: Any, args: argparse.Namespace) -> int:
+    """A spec of another family: its cells run in order through runner.families."""
+    family, planned = families.plan(data, str(args.spec))
+    if args.dry_run:
+        print("\n".join([*(f"{i:5d}  {p.key}" for i, p in enumerate(planned, 1)),
+                         f"{len(planned)} cells"]))
+        return 0
+    if args.csv:
+        raise SpecError(str(args.spec), [f"--csv: only for quantization specs, not {family.NAME}"])
+    from runner.environment import RunContext
+
+    context, state = RunContext.collect(), {}
+    records, counts = [], Counter()
+    for number, cell in enumerate(planned, 1):
+        outcome = family.run(cell.cell, {}, state, context)
+        counts[outcome.status] += 1
+        records += outcome.records
+        why = f"  {outcome.error.strip().splitlines()[-1]}" if outcome.error else ""
+        print(f"{number:5d}/{len(planned)}  {outcome.status:7s}  {cell.key}{why}", flush=True)
+    if args.output:
+        write_json(args.output, records)
+        print(f"{len(records)} records written to {args.output}")
+    print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no cells ran")
+    if args.upload and not _upload(records, args.upload, args.token, _metadata(args)):
+        return 1
+    return 1 if counts[FAILED] else 0
+
+
+def _metadata(args: argparse.Namespace) -> dict[str, str]:
+    return {field: getattr(args, field) for field in METADATA_FIELDS if getattr(args, field)}
 
 
 def _listing(cells: list[Cell]) -> str:

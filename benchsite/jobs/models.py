@@ -25,6 +25,8 @@ class Job(models.Model):
         SCHEDULE = "schedule"
 
     name = models.CharField(max_length=255, help_text="the spec's file or config name")
+    family = models.CharField(max_length=50, default="quantization",
+                              help_text="the spec's benchmark family (runner.families)")
     spec_yaml = models.TextField(help_text="the spec as submitted (a snapshot)")
     queue = models.CharField(max_length=100)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-import yaml
 from django.conf import settings
 from django.db import transaction
 
 from benchsite.jobs.models import Job, JobCell
-from runner.quant.cells import TimingSettings
-from runner.quant.spec import SpecError, parse_spec
+from runner import families
+from runner.specs import SpecError, parse_yaml
 
 
 class JobRefused(ValueError):
@@ -36,27 +34,20 @@ def submit_job(
         raise JobRefused(f"queue {queue!r}: unknown; the queues are {settings.BENCH_QUEUES} "
                          "(setting BENCH_QUEUES)")
     try:
-        spec = parse_spec(yaml.safe_load(spec_yaml), source=name)
-    except yaml.YAMLError as error:
-        raise JobRefused(f"{name}: not valid YAML: {error}") from None
+        family, cells = families.plan(parse_yaml(spec_yaml, name), name)
     except SpecError as error:
         raise JobRefused(str(error)) from None
     timing = timing or {}
-    known = {field.name for field in dataclasses.fields(TimingSettings)}
-    unknown = sorted(set(timing) - known)
-    if unknown:
-        raise JobRefused(f"timing: unknown settings {unknown}; known: {sorted(known)}")
     try:
-        TimingSettings(**timing)
-    except TypeError as error:
+        family.check_settings(timing)
+    except ValueError as error:
         raise JobRefused(f"timing: {error}") from None
-    cells = spec.cells()
     if not cells:
         raise JobRefused(f"{name}: the spec expands to no cells")
 
     with transaction.atomic():
         job = Job.objects.create(
-            name=name, spec_yaml=spec_yaml, queue=queue, submitted_via=via,
+            name=name, family=family.NAME, spec_yaml=spec_yaml, queue=queue, submitted_via=via,
             submitted_by=user, submitted_token=token, timing=timing,
             repo=repo or settings.BENCH_JOB_REPO, head_branch=head_branch or "main",
             head_sha=head_sha, cells_total=len(cells),
@@ -65,8 +56,8 @@ def submit_job(
             job.head_sha = f"job-{job.pk}"
             job.save(update_fields=["head_sha"])
         JobCell.objects.bulk_create(
-            JobCell(job=job, index=index, key=cell.key, cell=cell.to_dict())
-            for index, cell in enumerate(cells)
+            JobCell(job=job, index=index, key=planned.key, cell=planned.cell)
+            for index, planned in enumerate(cells)
         )
         transaction.on_commit(lambda: enqueue(job))
     return job

@@ -28,8 +28,8 @@ from benchsite.results.models import Upload
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 CELL_STATUS = {"ok": JobCell.Status.SUCCEEDED, "skipped": JobCell.Status.SKIPPED,
-               "failed": JobCell.Status.FAILED}
-# This worker process's baseline timings and machine description, for its latest job.
+               "failed": JobCell.Status.FAILED}  # by runner.families' outcome statuses
+# This worker process's family state (e.g. baseline timings) and machine, for its latest job.
 _job_state: dict[int, tuple] = {}
 
 
@@ -84,29 +84,24 @@ def claim(cell_id: int, worker: str) -> JobCell | None:
 
 def execute(cell: JobCell) -> None:
     """Run the cell with the runner and store its records through the upload path."""
+    from runner import families
     from runner.environment import RunContext
-    from runner.quant.cells import Cell, TimingSettings
-    from runner.quant.execute import BaselineCache
-    from runner.quant.execute import run_cell as run
 
     job = cell.job
     if job.pk not in _job_state:
         _job_state.clear()
-        _job_state[job.pk] = (BaselineCache(), RunContext.collect())
-    baselines, context = _job_state[job.pk]
-    spec_cell = Cell.from_dict(cell.cell)
-    Path(spec_cell.output_dir).mkdir(parents=True, exist_ok=True)
-    result = run(spec_cell, baselines, TimingSettings(**job.timing))
-    records = result.records(context)
+        _job_state[job.pk] = ({}, RunContext.collect())
+    state, context = _job_state[job.pk]
+    outcome = families.get(job.family).run(cell.cell, job.timing, state, context)
     with transaction.atomic():
         stored = store_upload(
-            orjson.dumps(records),
+            orjson.dumps(outcome.records),
             metadata=job.run_metadata(),
             source=Upload.Source.WORKER,
             idempotency_key=f"job-{job.pk}-cell-{cell.pk}",
         )
-        finish(cell, CELL_STATUS[result.status], error=result.traceback or result.reason or "",
-               upload=stored.upload, measured_s=result.measured_s)
+        finish(cell, CELL_STATUS[outcome.status], error=outcome.error, upload=stored.upload,
+               measured_s=outcome.measured_s)
 
 
 def finish(cell: JobCell, status: str, *, error: str = "", upload: Upload | None = None,

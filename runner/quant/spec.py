@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
-
 from runner.quant import models, recipes, shapes
 from runner.quant.cells import Cell
 from runner.quant.recipes import CustomRecipe, Requirements, UnknownRecipe
+from runner.specs import SpecError, read_spec
 
 TOP_LEVEL_KEYS = {
     "benchmark_mode",
@@ -46,18 +45,6 @@ NO_COMPILE = {"false", "none", "eager", "no", "off"}
 DEVICES = ("cuda", "cpu", "mps", "xpu")  # torchao's options; the runner measures cuda and cpu
 MAX_POWER = 20
 DEFAULT_OUTPUT_DIR = "benchmarks/microbenchmarks/results"
-
-
-class SpecError(ValueError):
-    def __init__(self, source: str, problems: list[str]):
-        self.source = source
-        self.problems = problems
-        if len(problems) == 1:
-            message = f"{source}: {problems[0]}"
-        else:
-            listed = "\n".join(f"  {p}" for p in problems)
-            message = f"{source}: {len(problems)} problems:\n{listed}"
-        super().__init__(message)
 
 
 class Pairing(NamedTuple):
@@ -113,16 +100,7 @@ class Spec:
 
 
 def load_spec(path: str | Path) -> Spec:
-    source = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise SpecError(source, [f"cannot read: {error.strerror or error}"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise SpecError(source, [f"not valid YAML: {error}"]) from None
-    return parse_spec(data, source)
+    return parse_spec(read_spec(path), str(path))
 
 
 def parse_spec(data: Any, source: str = "<spec>") -> Spec:

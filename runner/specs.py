@@ -1,0 +1,39 @@
+"""Spec files of every family: reading them, and the one error type that lists their problems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class SpecError(ValueError):
+    """A spec is unusable; the message names the file and every key path at fault."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        if len(problems) == 1:
+            message = f"{source}: {problems[0]}"
+        else:
+            listed = "\n".join(f"  {p}" for p in problems)
+            message = f"{source}: {len(problems)} problems:\n{listed}"
+        super().__init__(message)
+
+
+def read_spec(path: str | Path) -> Any:
+    """The parsed YAML of the file at `path`; SpecError when it cannot be read or parsed."""
+    source = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise SpecError(source, [f"cannot read: {error.strerror or error}"]) from None
+    return parse_yaml(text, source)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise SpecError(source, [f"not valid YAML: {error}"]) from None
