@@ -221,9 +221,13 @@ class _Normalizer:
     def run_meta(self, record: dict, problems: _Problems) -> dict[str, Any]:
         key = () if RUN_FIELD_SET.isdisjoint(record) else tuple(map(record.get, RUN_FIELDS))
         try:
-            cached = self.meta_cache.get(key)
+            return self.meta_for(key, record, problems)
         except TypeError:  # unhashable values: a bad record, checked without the cache
             return _run_meta(record, self.request_meta, problems)
+
+    def meta_for(self, key: tuple, record: dict, problems: _Problems) -> dict[str, Any]:
+        """The run metadata of `record`, whose run fields' values are `key`."""
+        cached = self.meta_cache.get(key)
         if cached is None:
             found = _Problems("")
             cached = self.meta_cache[key] = (_run_meta(record, self.request_meta, found),
@@ -253,6 +257,43 @@ class _Normalizer:
         elif meta["timestamp"] < run.timestamp:
             run.timestamp = meta["timestamp"]
         return identity
+
+    def add(self, meta: dict, runners: list, dependencies: dict, run_extra: dict,
+            bench_name: str, mode: str, dtype: str, bench_extra: dict, model_name: str,
+            model_type: str, backend: str, origins: list, model_extra: dict, inputs: dict,
+            metric_name: str, metric_extra: dict, values: list[float],
+            string_values: list[str] | None, target: float | None,
+            unknown: dict | None) -> ResultInfo:
+        """The result of a record whose fields are valid, adding its run and series."""
+        first_runner = runners[0] if runners else {}
+        device = _label(first_runner.get("name") or bench_extra.get("device") or "cpu")
+        arch = _label(first_runner.get("type") or bench_extra.get("arch")
+                      or first_runner.get("cpu_info") or "")
+        run_identity = self.run(meta, runners, dependencies, run_extra, device, arch)
+        identifying = {}
+        if bench_extra:
+            identifying["benchmark"] = bench_extra
+        if model_extra:
+            identifying["model"] = model_extra
+        if inputs:
+            identifying["inputs"] = inputs
+        series = SeriesInfo(meta["repo"], bench_name, mode, dtype, model_name, model_type,
+                            backend, origins, device, arch, metric_name, identifying,
+                            _label(bench_extra.get("torch_compile_mode")
+                                   or bench_extra.get("compile_mode") or ""))
+        series_identity = _digest(tuple(series))
+        self.batch.series.setdefault(series_identity, series)
+        return ResultInfo(
+            run=run_identity,
+            series=series_identity,
+            timestamp=meta["timestamp"],
+            values=values,
+            value=aggregate(values),
+            target=target or None,
+            string_values=string_values or None,
+            extra_info=metric_extra or None,
+            unknown=unknown or None,
+        )
 
 
 def _normalize_record(
@@ -311,38 +352,11 @@ def _normalize_record(
     meta = normalizer.run_meta(record, problems)
     if problems.items:
         return None
-
-    first_runner = runners[0] if runners else {}
-    device = _label(first_runner.get("name") or bench_extra.get("device") or "cpu")
-    arch = _label(first_runner.get("type") or bench_extra.get("arch")
-                  or first_runner.get("cpu_info") or "")
     run_extra = {key: record[key] for key in OPTIONAL_RUN_FIELDS if key in record}
-    run_identity = normalizer.run(meta, runners, dependencies, run_extra, device, arch)
-
-    identifying = {}
-    if bench_extra:
-        identifying["benchmark"] = bench_extra
-    if model_extra:
-        identifying["model"] = model_extra
-    if inputs:
-        identifying["inputs"] = inputs
-    series = SeriesInfo(meta["repo"], bench_name, mode, dtype, model_name, model_type, backend,
-                        origins, device, arch, metric_name, identifying,
-                        _label(bench_extra.get("torch_compile_mode")
-                               or bench_extra.get("compile_mode") or ""))
-    series_identity = _digest(tuple(series))
-    normalizer.batch.series.setdefault(series_identity, series)
-    return ResultInfo(
-        run=run_identity,
-        series=series_identity,
-        timestamp=meta["timestamp"],
-        values=values,
-        value=aggregate(values),
-        target=target or None,
-        string_values=string_values or None,
-        extra_info=metric_extra or None,
-        unknown=unknown or None,
-    )
+    return normalizer.add(meta, runners, dependencies, run_extra, bench_name, mode, dtype,
+                          bench_extra, model_name, model_type, backend, origins, model_extra,
+                          inputs, metric_name, metric_extra, values, string_values, target,
+                          unknown)
 
 
 def aggregate(values: list[float]) -> float | None:
