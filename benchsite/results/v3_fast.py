@@ -10,6 +10,7 @@ and explains every problem. Both end in `_Normalizer.add`, so both store the sam
 
 from __future__ import annotations
 
+import operator
 from typing import Annotated, Any
 
 import msgspec
@@ -80,6 +81,10 @@ _EXTRA = msgspec.json.Decoder(Extra)
 _RUNNERS = msgspec.json.Decoder(list[dict[str, Any]] | None)
 _RUN_FIELDS = v3.RUN_FIELDS
 _OPTIONAL = v3.OPTIONAL_RUN_FIELDS
+_run_fields = operator.attrgetter(*_RUN_FIELDS)
+_optional_fields = operator.attrgetter(*_OPTIONAL)
+_NO_RUN_FIELDS = (None,) * len(_RUN_FIELDS)
+_NO_OPTIONAL_FIELDS = (msgspec.UNSET,) * len(_OPTIONAL)
 
 
 class _SeriesCache:
@@ -112,13 +117,15 @@ def normalize(body: bytes, metadata: dict[str, Any]) -> v3.Batch | None:
     results = batch.results
     known_series = SERIES_CACHE.items
     runs: dict[tuple, str] = {}
+    metas: dict[tuple, dict] = {}
     no_problems = v3._Problems("")
     for record in records:
-        given = tuple(getattr(record, field) for field in _RUN_FIELDS)
-        key = given if any(value is not None for value in given) else ()
-        known = not key or key in normalizer.meta_cache
-        fields = {} if known else dict(zip(_RUN_FIELDS, key, strict=True))
-        meta = normalizer.meta_for(key, fields, no_problems)
+        given = _run_fields(record)
+        key = () if given == _NO_RUN_FIELDS else given
+        meta = metas.get(key)
+        if meta is None:
+            fields = dict(zip(_RUN_FIELDS, given, strict=True))
+            meta = metas[key] = normalizer.meta_for(key, fields, no_problems)
         metric = record.metric
         metric_extra = metric.extra_info or {}
         string_values = None
@@ -128,8 +135,10 @@ def normalize(body: bytes, metadata: dict[str, Any]) -> v3.Batch | None:
         values = metric.benchmark_values or []
         if no_problems.items or (not values and not string_values):
             return None
-        run_extra = {field: getattr(record, field) for field in _OPTIONAL
-                     if getattr(record, field) is not msgspec.UNSET}
+        optional = _optional_fields(record)
+        run_extra = {} if optional == _NO_OPTIONAL_FIELDS else {
+            field: value for field, value in zip(_OPTIONAL, optional, strict=True)
+            if value is not msgspec.UNSET}
         runners = bytes(record.runners)
         run_key = (key, runners, bytes(record.dependencies), *run_extra.items())
         series_key = (meta["repo"], bytes(record.benchmark), bytes(record.model),
