@@ -4,6 +4,7 @@ With nothing set, the site runs with DEBUG on, a SQLite file under var/ and in-p
 execution, so a newcomer needs no other service.
 """
 
+import json
 from pathlib import Path
 
 import dj_database_url
@@ -40,6 +41,8 @@ INSTALLED_APPS = [
     "benchsite.results",
     "benchsite.jobs",
     "benchsite.regressions",
+    "benchsite.catalog",
+    "benchsite.access",
     "dashboards",
 ]
 
@@ -50,6 +53,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "benchsite.access.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -83,6 +87,14 @@ DATABASES = {
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Access: with BENCH_LOGIN_REQUIRED, pages need a login with the viewers role (see README:
+# Recipes, configs and roles); the admin, login pages and API keep their own authentication.
+BENCH_LOGIN_REQUIRED = env_bool("BENCH_LOGIN_REQUIRED", False)
+BENCH_LOGIN_EXEMPT = ["/admin/", "/accounts/", "/api/", "/static/"]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -151,6 +163,12 @@ BENCH_QUEUES = env_list("BENCH_QUEUES", ["cpu", "cuda"])
 BENCH_JOB_REPO = env_str("BENCH_JOB_REPO", "pytorch/ao")
 BENCH_CELL_SOFT_TIME_LIMIT = env_int("BENCH_CELL_SOFT_TIME_LIMIT", 1800)
 BENCH_CELL_TIME_LIMIT = env_int("BENCH_CELL_TIME_LIMIT", BENCH_CELL_SOFT_TIME_LIMIT + 120)
+# What each queue's workers have (device, CUDA capability, optional packages), a JSON object;
+# benchmark config validation reports the cells each queue would skip (benchsite.catalog).
+BENCH_QUEUE_HARDWARE = json.loads(env_str("BENCH_QUEUE_HARDWARE") or "null") or {
+    "cpu": {"device": "cpu"},
+    "cuda": {"device": "cuda", "capability": "9.0", "packages": ["triton"]},
+}
 # A message whose worker vanished (killed -9, machine lost) is delivered again after this
 # long; it must exceed the hard time limit, or a slow cell would be delivered twice.
 CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -7,6 +7,8 @@ from benchsite.regressions import api as regressions_api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("recipes/", include("benchsite.catalog.urls")),
     path("api/v3/", include("benchsite.results.urls")),
     path("api/v3/jobs", jobs_api.JobList.as_view(), name="api-jobs"),
     path("api/v3/jobs/<int:pk>", jobs_api.JobDetail.as_view(), name="api-job"),

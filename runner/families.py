@@ -28,6 +28,9 @@ from runner.specs import SpecError
 DEFAULT = "quantization"
 MODULES = {
     "quantization": "runner.quant.family",
+    "kernels": "runner.kernels.family",
+    "experiments": "runner.experiments.family",
+    "instructions": "runner.instructions.family",
 }
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
 

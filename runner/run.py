@@ -22,7 +22,7 @@ from runner.quant.report import table, write_csv, write_json
 from runner.quant.results import FAILED, CellResult
 from runner.quant.spec import parse_spec
 from runner.specs import SpecError, read_spec
-from runner.upload import METADATA_FIELDS
+from runner.upload import METADATA_FIELDS, upload_from_cli
 
 INTERRUPTED_EXIT = 130
 
@@ -117,7 +117,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"interrupted: {len(results)} of {len(cells)} cells finished, outputs hold those; "
               "nothing uploaded", file=sys.stderr)
         return INTERRUPTED_EXIT
-    if args.upload and not _upload(records, args.upload, args.token, _metadata(args)):
+    if args.upload and not upload_from_cli(records, args):
         return 1
     return 1 if counts[FAILED] else 0
 
@@ -145,13 +145,9 @@ def _run_family(data: Any, args: argparse.Namespace) -> int:
         write_json(args.output, records)
         print(f"{len(records)} records written to {args.output}")
     print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no cells ran")
-    if args.upload and not _upload(records, args.upload, args.token, _metadata(args)):
+    if args.upload and not upload_from_cli(records, args):
         return 1
     return 1 if counts[FAILED] else 0
-
-
-def _metadata(args: argparse.Namespace) -> dict[str, str]:
-    return {field: getattr(args, field) for field in METADATA_FIELDS if getattr(args, field)}
 
 
 def _listing(cells: list[Cell]) -> str:
@@ -159,7 +155,8 @@ def _listing(cells: list[Cell]) -> str:
     return "\n".join([*lines, f"{len(cells)} cells"])
 
 
-def _interrupt(_signum: int, _frame: Any) -> NoReturn:
+def interrupt(_signum: int, _frame: Any) -> NoReturn:
+    """A SIGTERM handler: stop like Ctrl-C, so what finished is still written."""
     raise KeyboardInterrupt
 
 
@@ -177,7 +174,7 @@ def _run_cells(cells: list[Cell], settings: TimingSettings) -> tuple[list[CellRe
         bar.set_postfix_str(f"{result.cell.label} {result.cell.shape.mkn}: {result.status}")
         bar.update()
 
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         run_spec(cells, settings, on_cell=finished)
         return results, False
@@ -186,18 +183,3 @@ def _run_cells(cells: list[Cell], settings: TimingSettings) -> tuple[list[CellRe
     finally:
         bar.close()
         signal.signal(signal.SIGTERM, previous)
-
-
-def _upload(
-    records: list[dict[str, Any]], server: str, token: str, metadata: dict[str, str]
-) -> bool:
-    from runner.upload import UploadError, upload_records
-
-    try:
-        result = upload_records(records, server, token, metadata)
-    except UploadError as error:
-        print(f"upload failed: {error}", file=sys.stderr)
-        return False
-    state = "stored" if result.created else "already stored"
-    print(f"{state} as upload {result.upload_id} ({result.records} records)")
-    return True

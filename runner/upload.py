@@ -155,3 +155,17 @@ def run(args: argparse.Namespace) -> int:
         state = "stored" if result.created else "already stored"
         print(f"{path}: {state} as upload {result.upload_id} ({result.records} records)")
     return 1 if failed else 0
+
+
+def upload_from_cli(records: list[dict], args: argparse.Namespace) -> bool:
+    """Upload for a sub-command with `--upload URL --token T` and the METADATA_FIELDS
+    options; prints the outcome, returns False when the upload failed."""
+    metadata = {field: getattr(args, field) for field in METADATA_FIELDS if getattr(args, field)}
+    try:
+        result = upload_records(records, args.upload, args.token, metadata)
+    except UploadError as error:
+        print(f"upload failed: {error}", file=sys.stderr)
+        return False
+    state = "stored" if result.created else "already stored"
+    print(f"{state} as upload {result.upload_id} ({result.records} records)")
+    return True

@@ -19,10 +19,11 @@ class JobCellInline(admin.TabularInline):
 class JobAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "queue", "status", "cells_done", "cells_total",
                     "submitted_via", "submitted_by", "created_at", "finished_at"]
-    list_filter = ["status", "queue", "submitted_via"]
+    list_filter = ["status", "queue", "submitted_via", "config"]
     search_fields = ["name", "head_sha"]
     readonly_fields = ["status", "cells_total", "cells_done", "created_at", "started_at",
-                       "finished_at", "submitted_via", "submitted_by", "submitted_token"]
+                       "finished_at", "submitted_via", "submitted_by", "submitted_token",
+                       "config"]
     inlines = [JobCellInline]
     actions = ["cancel_jobs"]
 

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+
+# Family -> (dashboard page, whether the page can be opened at one commit by `sha`).
+DASHBOARDS = {
+    "quantization": ("dashboards:quantization", True),
+    "kernels": ("dashboards:kernels", True),
+    "experiments": ("dashboards:compilers", False),
+    "instructions": ("dashboards:instructions", False),
+}
 
 
 class Job(models.Model):
@@ -37,6 +47,10 @@ class Job(models.Model):
     submitted_token = models.ForeignKey(
         "results.UploadToken", null=True, blank=True, on_delete=models.SET_NULL
     )
+    config = models.ForeignKey(
+        "catalog.BenchmarkConfig", null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="jobs", help_text="the benchmark config it ran, if any"
+    )
     # Run metadata of the results (what was benchmarked).
     repo = models.CharField(max_length=255)
     head_branch = models.CharField(max_length=255)
@@ -62,6 +76,14 @@ class Job(models.Model):
     @property
     def ended(self) -> bool:
         return self.status in self.ENDED
+
+    def dashboard_url(self) -> str:
+        """The dashboard page of this job's family, at this job's results where it can be."""
+        name, by_commit = DASHBOARDS.get(self.family, DASHBOARDS["quantization"])
+        query = {"repo": self.repo}
+        if by_commit:
+            query.update(branch=self.head_branch, sha=self.head_sha)
+        return f"{reverse(name)}?{urlencode(query)}"
 
     def run_metadata(self) -> dict[str, object]:
         """The v3 run fields of the results this job stores."""

@@ -28,6 +28,7 @@ def submit_job(
     timing: dict[str, Any] | None = None,
     user=None,
     token=None,
+    config=None,
 ) -> Job:
     """Create the job and its cells; their tasks are queued once the transaction commits."""
     if queue not in settings.BENCH_QUEUES:
@@ -48,7 +49,7 @@ def submit_job(
     with transaction.atomic():
         job = Job.objects.create(
             name=name, family=family.NAME, spec_yaml=spec_yaml, queue=queue, submitted_via=via,
-            submitted_by=user, submitted_token=token, timing=timing,
+            submitted_by=user, submitted_token=token, timing=timing, config=config,
             repo=repo or settings.BENCH_JOB_REPO, head_branch=head_branch or "main",
             head_sha=head_sha, cells_total=len(cells),
         )

@@ -147,10 +147,17 @@ def cancel(job: Job) -> int:
 
 
 @shared_task
-def submit_spec(path: str, queue: str, **metadata) -> int:
-    """For schedules (django-celery-beat): submit the spec file at `path` as a job."""
+def submit_spec(path: str = "", queue: str = "cpu", config: str = "", **metadata) -> int:
+    """For schedules (django-celery-beat): submit the spec file at `path`, or the benchmark
+    config named `config` (benchsite.catalog), as a job."""
     from benchsite.jobs.submit import submit_job
 
+    if config:
+        from benchsite.catalog.run import run_config_named
+
+        return run_config_named(config, queue=queue, via=Job.Via.SCHEDULE, **metadata).pk
+    if not path:
+        raise ValueError("submit_spec: give the path of a spec file or the name of a config")
     spec = Path(path)
     if not spec.is_absolute():
         spec = Path(settings.BASE_DIR) / spec

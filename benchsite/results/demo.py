@@ -1,5 +1,6 @@
 """Realistic benchmark histories: nightly torchao microbenchmarks, TorchInductor-style
-compiler runs (speedup, accuracy, compile time, memory) and LLM serving metrics.
+compiler runs (speedup, accuracy, compile time, memory), LLM serving metrics and, for the
+last two weeks, fused-kernel layers (GB/s per backend, as runner.kernels writes them).
 
 Values follow simple models of each device with run-to-run noise, and a few changes are
 injected so the dashboards and detectors have something to find:
@@ -9,7 +10,9 @@ injected so the dashboards and detectors have something to find:
 - int4wo-128 on A100 gets 8% faster from night 40 on;
 - the A100 runner does not report on nights 20-22 (an outage);
 - TorchInductor (inductor backend, training) on huggingface models gets 8% less speedup
-  from night 70 on, and one model starts failing accuracy from night 80 on.
+  from night 70 on, and one model starts failing accuracy from night 80 on;
+- the instruction count of one benchmark (INSTRUCTIONS_STEP) grows 3% on the third-last
+  night (counts are otherwise the same at each commit, but for a 0.1% wobble).
 
 Records are written as torchao's CI and PyTorch's inductor dashboards write them (with
 `runners`/`dependencies`) and stored through `store_upload`, the API's own path. `DEMO` is
@@ -18,6 +21,7 @@ the newcomer's data set; `LARGE` is a year on more devices (about 10 million res
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
@@ -25,6 +29,10 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+
+from runner.instructions.builtin import BUILTIN as INSTRUCTION_DEFINITIONS
+from runner.instructions.definitions import expand as expand_instructions
+from runner.kernels.definitions import bytes_moved
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,7 @@ H100 = Device("NVIDIA H100 80GB HBM3", "h100", 700.0, 3000.0, True, 0.01)
 A100 = Device("NVIDIA A100-SXM4-80GB", "a100", 280.0, 1800.0, False, 0.02)
 MI300X = Device("AMD Instinct MI300X", "mi300x", 900.0, 4800.0, True, 0.015)
 L4 = Device("NVIDIA L4", "l4", 120.0, 300.0, True, 0.02)
+XEON = Device("Intel(R) Xeon(R) Platinum 8488C", "xeon", 0.0, 300.0, False, 0.02)
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,8 @@ class Scale:
     compiler_devices: tuple[Device, ...]
     models_per_suite: int
     llm_devices: tuple[Device, ...]
+    kernel_devices: tuple[Device, ...] = (H100,)
+    kernel_nights: int = 14  # the fused-kernel job runs on the latest nights only
 
 
 DEMO = Scale(
@@ -79,6 +90,15 @@ RECIPE_MODEL = {
 SUITES = ("torchbench", "huggingface", "timm_models")
 BACKENDS = ("inductor", "aot_eager")
 LLM_MODELS = ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-32B", "google/gemma-3-27b-it")
+KERNEL_SHAPES = ((32768, 1024), (32768, 4096), (32768, 16384))
+# Share of the device's bandwidth a forward pass reaches on large rows (backward: x 0.85);
+# eager runs several kernels for cross entropy and RMSNorm, so it moves more than it must.
+KERNEL_EFFICIENCY = {
+    "eager": {"cross_entropy": 0.42, "softmax": 0.74, "rms_norm": 0.38, "layer_norm": 0.7},
+    "compiled": {"cross_entropy": 0.83, "softmax": 0.86, "rms_norm": 0.85, "layer_norm": 0.84},
+    "liger": {"cross_entropy": 0.8, "softmax": 0.82, "rms_norm": 0.83, "layer_norm": 0.8},
+}
+KERNEL_COMPILE_MODE = "max-autotune-no-cudagraphs"
 LLM_METRICS = (("median_ttft_ms", "ms", 45.0), ("median_itl_ms", "ms", 12.0),
                ("requests_per_second", "req/s", 9.0), ("tokens_per_second", "tok/s", 2400.0))
 
@@ -98,7 +118,10 @@ def nightly_uploads(scale: Scale = DEMO, end: datetime | None = None,
     """(run metadata, records) of each job of each night (or of the nights in `only`),
     oldest night first. Each night has its own random stream, so nights can be made apart."""
     nights = nights or scale.nights
-    end = (end or datetime.now(UTC)).replace(hour=3, minute=0, second=0, microsecond=0)
+    latest = end or datetime.now(UTC)
+    end = latest.replace(hour=3, minute=0, second=0, microsecond=0)
+    if end > latest:  # before 03:00 the last night is yesterday's, not one in the future
+        end -= timedelta(days=1)
     for night in range(nights):
         if only is not None and night not in only:
             continue
@@ -109,6 +132,11 @@ def nightly_uploads(scale: Scale = DEMO, end: datetime | None = None,
         jobs += [("inductor-A100-perf-nightly", device, _compiler_records)
                  for device in scale.compiler_devices]
         jobs += [("vLLM benchmark", device, _llm_records) for device in scale.llm_devices]
+        if night >= nights - scale.kernel_nights:
+            jobs += [("Fused kernels nightly", device, _kernel_records)
+                     for device in scale.kernel_devices]
+        jobs.append(("Instruction counts nightly", XEON,
+                     functools.partial(_instruction_records, step_night=nights - 3)))
         for number, (name, device, make) in enumerate(jobs):
             if device is A100 and 20 <= night <= 22:
                 continue
@@ -225,6 +253,84 @@ def _llm_records(scale: Scale, device: Device, night: int, rng: random.Random) -
             records.append({**common, "metric": {
                 **_metric(metric, value * (1 + rng.gauss(0, device.noise)), unit),
                 "target_value": round(target, 3)}})
+    return records
+
+
+def _kernel_records(scale: Scale, device: Device, night: int, rng: random.Random) -> list:
+    records = []
+    for kernel, direction, (m, n) in itertools.product(
+            KERNEL_EFFICIENCY["eager"], ("forward", "backward"), KERNEL_SHAPES):
+        moved = bytes_moved(kernel, direction, m, n, "bfloat16")
+        latencies = {}
+        for backend, shares in KERNEL_EFFICIENCY.items():
+            share = shares[kernel] * (0.85 if direction == "backward" else 1.0)
+            launch_s = 6e-6 if backend == "eager" else 4e-6
+            latencies[backend] = 1e3 * (moved / (device.bandwidth_gbs * 1e9 * share) + launch_s) \
+                * (1 + rng.gauss(0, device.noise / 2))
+        for backend, latency in latencies.items():
+            mode = KERNEL_COMPILE_MODE if backend == "compiled" else "none"
+            common = {
+                "benchmark": {"name": "fused kernels", "mode": direction, "dtype": "bfloat16",
+                              "extra_info": {"device": "cuda", "arch": device.arch,
+                                             "torch_compile_mode": mode, "shape": [m, n],
+                                             "shape_name": f"{m}x{n}", "l2_flush": True}},
+                "model": {"name": kernel, "type": "fused kernel", "backend": backend,
+                          "origins": ["kernels"]},
+                **_environment(device),
+            }
+            metrics = [_metric("latency", latency, "ms"),
+                       _metric("memory_bandwidth", moved / latency / 1e6, "GB/s")]
+            if backend != "eager":
+                metrics += [_metric("speedup", latencies["eager"] / latency, "x"),
+                            {"name": "accuracy", "benchmark_values": [], "target_value": 0.0,
+                             "extra_info": {"benchmark_values": ["pass"]}}]
+            records += [{**common, "metric": metric} for metric in metrics]
+    return records
+
+
+INSTRUCTIONS_STEP = "linear [eager, forward, 1 thread]"
+
+
+def _instruction_records(scale: Scale, device: Device, night: int, rng: random.Random,
+                         step_night: int) -> list:
+    """Counts per call of the built-in definitions (eager and TorchScript, forward and
+    forward+backward, one thread), as runner.instructions writes them."""
+    records = []
+    for benchmark in expand_instructions(INSTRUCTION_DEFINITIONS, threads=(1,)):
+        key, definition = benchmark.key, benchmark.definition
+        common = {
+            "benchmark": {"name": "instruction counts",
+                          "mode": "training" if benchmark.autograd == "forward_backward"
+                          else "inference",
+                          "extra_info": {"runtime": benchmark.runtime,
+                                         "autograd": benchmark.autograd, "threads": 1}},
+            "model": {"name": definition.name, "type": definition.kind,
+                      "backend": benchmark.runtime, "origins": ["pytorch"]},
+            "runners": [{"name": "cpu", "type": device.arch, "cpu_info": device.arch,
+                         "cpu_count": 16, "gpu_count": 0}],
+            "dependencies": {"torch": {"version": "2.13.0"}},
+        }
+        reason = benchmark.cannot_run()
+        if reason:
+            records.append({**common, "metric": {
+                "name": "status", "benchmark_values": [], "target_value": 0.0,
+                "extra_info": {"benchmark_values": ["skipped"], "reason": reason}}})
+            continue
+        count = (6000 + 30000 * _spread(definition.name, 101)) * (
+            (20 if definition.model else 1) * (1.6 if benchmark.runtime == "torchscript" else 1)
+            * (3.5 if benchmark.autograd == "forward_backward" else 1))
+        count *= 1 + 0.002 * (_spread(f"{key} {sha(night)}", 1000) - 0.5)
+        if key == INSTRUCTIONS_STEP and night >= step_night:
+            count *= 1.03
+        counts = [round(count * (1 + 0.0002 * (_spread(f"{key} {night} {r}", 100) - 0.5)), 2)
+                  for r in range(3)]
+        wall_us = count / 3000 * (1 + rng.gauss(0, device.noise))
+        records += [
+            {**common, "metric": {"name": "instruction_count", "benchmark_values": counts,
+                                  "target_value": 0.0,
+                                  "extra_info": {"unit": "count", "per": "call", "number": 100}}},
+            {**common, "metric": _metric("wall_time", wall_us, "us")},
+        ]
     return records
 
 

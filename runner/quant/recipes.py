@@ -211,6 +211,11 @@ def check_quantization(name: str) -> None:
     _match(name)
 
 
+def family_of(name: str) -> str:
+    """The QUANTIZATION key whose name or pattern `name` is; UnknownRecipe when none."""
+    return _match(name)[0]
+
+
 def pairs_with(quantization: str, sparsity: str) -> bool:
     """Whether torchao runs this quantization recipe combined with this sparsity recipe."""
     family, _, _ = _match(quantization)
@@ -248,12 +253,17 @@ class CustomRecipe:
     def resolve(self) -> Recipe:
         return Recipe(self.name, self._make_config, self.requires, self.sparsify)
 
-    def _make_config(self) -> Any:
+    def config_class(self) -> type:
+        """The torchao config class `config` names; raises unless it is an AOBaseConfig."""
         from torchao.core.config import AOBaseConfig
 
         config_class = _custom_class(self.config)
         if not (isinstance(config_class, type) and issubclass(config_class, AOBaseConfig)):
             raise TypeError(f"{self.config} is not a torchao AOBaseConfig class")
+        return config_class
+
+    def _make_config(self) -> Any:
+        config_class = self.config_class()
         return config_class(**{key: _build_value(v) for key, v in self.kwargs.items()})
 
     def to_dict(self) -> dict[str, Any]:

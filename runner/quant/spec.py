@@ -122,6 +122,18 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     return Spec(source, mode, tuple(pairings), output_dir, tuple(param_sets))
 
 
+def check_custom_recipe(item: Any, path: str = "recipe") -> CustomRecipe:
+    """A custom recipe mapping checked as a spec checks one; SpecError lists problems by key
+    (`path.config`, `path.requires.devices`, ...). Imports nothing: see CustomRecipe.resolve."""
+    check = _Checker()
+    if not isinstance(item, Mapping):
+        raise SpecError(path, ["must be a mapping with name, config and kwargs"])
+    custom = _custom_recipe(item, path, check)
+    if custom is None:
+        raise SpecError(path, check.problems)
+    return custom
+
+
 class _Checker:
     def __init__(self) -> None:
         self.problems: list[str] = []

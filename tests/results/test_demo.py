@@ -6,8 +6,9 @@ from benchsite.results.models import Result, Run, Series, Upload
 def test_load_demo_stores_through_ingestion_and_is_idempotent(db, capsys):
     call_command("load_demo", "--nights", "25")
     assert "loaded" in capsys.readouterr().out
-    # 25 nights on H100 (torchao, inductor, vLLM jobs), 22 on A100 (outage on nights 20-22)
-    assert Run.objects.filter(arch__startswith="NVIDIA H100").count() == 3 * 25
+    # 25 nights on H100 (torchao, inductor, vLLM jobs; fused kernels on the last 14), 22 on
+    # A100 (outage on nights 20-22)
+    assert Run.objects.filter(arch__startswith="NVIDIA H100").count() == 3 * 25 + 14
     assert Run.objects.filter(arch__startswith="NVIDIA A100").count() == 22
     assert set(Run.objects.values_list("repo", flat=True)) == {
         "pytorch/ao", "pytorch/pytorch", "vllm-project/vllm"}

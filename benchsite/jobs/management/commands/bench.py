@@ -1,10 +1,9 @@
-import json
 import time
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from benchsite.jobs import tasks
+from benchsite.jobs import schedules, tasks
 from benchsite.jobs.models import Job
 from benchsite.jobs.submit import JobRefused, submit_job
 
@@ -30,7 +29,7 @@ class Command(BaseCommand):
             "schedule", help="run a spec on a cron schedule (celery beat; edit in the admin)")
         schedule.add_argument("spec", type=Path)
         schedule.add_argument("--queue", default="cpu")
-        schedule.add_argument("--cron", default="0 3 * * *",
+        schedule.add_argument("--cron", default=schedules.NIGHTLY,
                               help="minute hour day-of-month month day-of-week (UTC)")
         schedule.add_argument("--name", help="the schedule's name (default: spec on queue)")
 
@@ -81,22 +80,13 @@ class Command(BaseCommand):
         self.stdout.write(f"job {job.pk}: {tasks.cancel(job)} pending cells cancelled")
 
     def do_schedule(self, spec, queue, cron, name, **options):
-        from django_celery_beat.models import CrontabSchedule, PeriodicTask
-
         if not spec.is_file():
             raise CommandError(f"{spec}: no such file")
-        fields = cron.split()
-        if len(fields) != 5:
-            raise CommandError(f"--cron {cron!r}: expected five fields, e.g. '0 3 * * *'")
-        minute, hour, day_of_month, month_of_year, day_of_week = fields
-        crontab, _ = CrontabSchedule.objects.get_or_create(
-            minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month_of_year,
-            day_of_week=day_of_week, timezone="UTC")
-        task, created = PeriodicTask.objects.update_or_create(
-            name=name or f"{spec.name} on {queue}",
-            defaults={"task": "benchsite.jobs.tasks.submit_spec", "crontab": crontab,
-                      "kwargs": json.dumps({"path": str(spec), "queue": queue})},
-        )
+        try:
+            task, created = schedules.schedule(name or f"{spec.name} on {queue}", cron,
+                                               path=str(spec), queue=queue)
+        except ValueError as error:
+            raise CommandError(f"--cron: {error}") from None
         self.stdout.write(f"{'created' if created else 'updated'} schedule {task.name!r}: "
                           f"{cron} UTC (runs under `celery -A benchsite beat`)")
 

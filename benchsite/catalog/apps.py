@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CatalogConfig(AppConfig):
+    name = "benchsite.catalog"
+    verbose_name = "Recipes and benchmark configs"

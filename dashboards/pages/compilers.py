@@ -1,0 +1,245 @@
+"""Compilers page (`/compilers/`): the PyTorch HUD's summary of compiler backends - one row per
+backend, one column per suite, for passrate, geomean speedup, mean compile time and memory
+compression ratio - each "base → new" for two commits (default: the latest two), with a
+per-model table for one backend and suite (`/compilers/models/`).
+
+Passrate is the share of models whose accuracy string is pass-like (the HUD's list, see
+benchsite.results.summaries); the geomean is over positive speedups. Both pages read only
+the two commits' results, aggregated in SQL (the summary is a few dozen rows whatever the
+size of the database).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db.models import Avg, Case, Count, FloatField, Sum, When
+from django.db.models.functions import Ln
+
+from benchsite.results.direction import HIGHER, LOWER
+from benchsite.results.models import Result
+from benchsite.results.summaries import PASS_VALUES
+from dashboards.pages.common import (
+    change_class,
+    latest_shas,
+    page_url,
+    series_options,
+    summary_choices,
+)
+from dashboards.render import Page, Table
+from dashboards.state import State
+
+BENCHMARK = "TorchInductor"
+ACCURACY, SPEEDUP = "accuracy", "speedup"
+COMPILE, MEMORY = "compilation_latency", "compression_ratio"
+METRICS = (ACCURACY, SPEEDUP, COMPILE, MEMORY)
+TITLES = {ACCURACY: "passrate", SPEEDUP: "geomean speedup", COMPILE: "mean compile time",
+          MEMORY: "memory compression ratio"}
+DIRECTIONS = {ACCURACY: HIGHER, SPEEDUP: HIGHER, COMPILE: LOWER, MEMORY: HIGHER}
+
+
+@dataclass(frozen=True)
+class Scope:
+    repo: str
+    benchmark: str
+    mode: str
+    arch: str
+    dtype: str
+    base: str
+    new: str
+    threshold: float  # relative change that colours speedup, passrate and compile time
+    memory_threshold: float  # the HUD judges memory more loosely
+
+    def results(self, **series):
+        """The two commits' results of the chosen slice and metrics."""
+        return Result.objects.filter(
+            run__repo=self.repo, run__head_sha__in={self.base, self.new},
+            series__benchmark=self.benchmark, series__mode=self.mode, series__arch=self.arch,
+            series__dtype=self.dtype, series__metric__in=METRICS,
+            **{f"series__{name}": value for name, value in series.items()})
+
+    def threshold_of(self, metric: str) -> float:
+        return self.memory_threshold if metric == MEMORY else self.threshold
+
+
+def scope(state: State) -> tuple[Scope, dict]:
+    """The page's filters from the URL, and the choices the template offers."""
+    repos = series_options(("repo",), metric=SPEEDUP)["repo"]
+    repo = state.choice("repo", repos, default="pytorch/pytorch")
+    benchmarks = series_options(("benchmark",), repo=repo, metric=SPEEDUP)["benchmark"]
+    benchmark = state.choice("benchmark", benchmarks, default=BENCHMARK)
+    branch = state.text("branch", "main")
+    shas = latest_shas(repo, benchmark, branch)
+    names = [sha for sha, _ in shas] or [""]
+    new = state.choice("new", names, default=names[0])
+    base = state.choice("base", names, default=names[1] if len(names) > 1 else names[0])
+    where = {"repo": repo, "benchmark": benchmark, "run__head_sha": new}
+    modes = summary_choices("mode", **where)
+    mode = state.choice("mode", modes or [""], default="inference")
+    archs = summary_choices("arch", **where, mode=mode)
+    arch = state.choice("arch", archs or [""])
+    dtypes = summary_choices("dtype", **where, mode=mode, arch=arch)
+    dtype = state.choice("dtype", dtypes or [""])
+    threshold = state.number("threshold", 5, 0, 100) / 100
+    memory_threshold = state.number("memory_threshold", 20, 0, 100) / 100
+    choices = {"repos": repos, "benchmarks": benchmarks, "shas": shas, "modes": modes,
+               "archs": archs, "dtypes": dtypes}
+    return Scope(repo, benchmark, mode, arch, dtype, base, new, threshold,
+                 memory_threshold), choices
+
+
+def _filters(chosen: Scope, state: State) -> dict:
+    return {"repo": chosen.repo, "benchmark": chosen.benchmark,
+            "branch": state.values["branch"], "mode": chosen.mode, "arch": chosen.arch,
+            "dtype": chosen.dtype, "base": chosen.base, "new": chosen.new,
+            "threshold": chosen.threshold, "memory_threshold": chosen.memory_threshold}
+
+
+def build(state: State) -> Page:
+    chosen, choices = scope(state)
+    rows = (chosen.results()
+            .values("run__head_sha", "series__backend", "series__suite", "series__metric")
+            .order_by()
+            .annotate(mean=Avg("value"), positives=Count(Case(When(
+                          value__gt=0, value__lt=math.inf, then=1))),
+                      logs=Sum(Case(When(value__gt=0, value__lt=math.inf, then=Ln("value")),
+                                    output_field=FloatField())),
+                      strings=Count("string_values"),
+                      passes=Count(Case(When(string_values__0__in=list(PASS_VALUES),
+                                             then=1)))))
+    summary: dict[tuple[str, str, str], dict[str, float | str | None]] = defaultdict(dict)
+    for row in rows:
+        key = (row["series__metric"], row["series__backend"], row["series__suite"])
+        summary[key][row["run__head_sha"]] = _aggregate(row)
+    backends = sorted({backend for _, backend, _ in summary})
+    suites = sorted({suite for _, _, suite in summary})
+    tables = [_matrix(state, chosen, metric, backends, suites, summary) for metric in METRICS]
+    tables.append(_values(chosen, summary))
+    return Page(title="Compilers", filters=_filters(chosen, state), tables=tables,
+                context={**choices, "missing": not summary})
+
+
+def _aggregate(row: dict) -> float | tuple[int, int] | None:
+    metric = row["series__metric"]
+    if metric == ACCURACY:
+        return (row["passes"], row["strings"]) if row["strings"] else None
+    if metric == SPEEDUP:
+        return math.exp(row["logs"] / row["positives"]) if row["positives"] else None
+    return row["mean"]
+
+
+def _number(metric: str, value) -> float | None:
+    """A summary value as one number (passrate as a fraction)."""
+    if value is None:
+        return None
+    if metric == ACCURACY:
+        passed, total = value
+        return passed / total
+    return value
+
+
+def _text(metric: str, value) -> str:
+    if value is None:
+        return "—"
+    if metric == ACCURACY:
+        passed, total = value
+        return f"{100 * passed / total:.0f}%, {passed}/{total}"
+    if metric == COMPILE:
+        return f"{value:.1f}s"
+    return f"{value:.2f}x"
+
+
+def _change(metric: str, base, new) -> float | None:
+    old, now = _number(metric, base), _number(metric, new)
+    if old is None or now is None or old == 0 or not math.isfinite(now * old):
+        return None
+    return now / old - 1
+
+
+def base_to_new(chosen: Scope, metric: str, values: dict) -> tuple[str, str]:
+    """("base → new" text, CSS class) of one cell; one commit shows only its value."""
+    base, new = values.get(chosen.base), values.get(chosen.new)
+    if chosen.base == chosen.new:
+        return _text(metric, new), ""
+    change = _change(metric, base, new)
+    if metric == ACCURACY and base is not None and new is not None and base[0] > new[0]:
+        css = "worse"  # fewer models pass: red whatever the threshold (the HUD's rule)
+    else:
+        css = change_class(change, chosen.threshold_of(metric), DIRECTIONS[metric])
+    return f"{_text(metric, base)} → {_text(metric, new)}", css
+
+
+def _matrix(state, chosen, metric, backends, suites, summary) -> Table:
+    table = Table(TITLES[metric], ["backend", *suites], [])
+    for backend in backends:
+        row, classes, links = [backend], {}, {}
+        for column, suite in enumerate(suites, start=1):
+            values = summary.get((metric, backend, suite))
+            if values is None:
+                row.append(None)
+                continue
+            text, classes[column] = base_to_new(chosen, metric, values)
+            row.append(text)
+            links[column] = state.url("/compilers/models/", backend=backend, suite=suite)
+        table.rows.append(row)
+        table.classes.append(classes)
+        table.links.append(links)
+    return table
+
+
+def _values(chosen, summary) -> Table:
+    """The same numbers, one per row (for CSV and JSON readers)."""
+    table = Table("values", ["metric", "backend", "suite", "base", "new", "change %"], [])
+    for (metric, backend, suite), values in sorted(summary.items()):
+        change = _change(metric, values.get(chosen.base), values.get(chosen.new))
+        table.rows.append([TITLES[metric], backend, suite,
+                           _number(metric, values.get(chosen.base)),
+                           _number(metric, values.get(chosen.new)),
+                           None if change is None else round(100 * change, 2)])
+    return table
+
+
+def build_models(state: State) -> Page:
+    """One backend and suite: each model's numbers, base → new."""
+    chosen, choices = scope(state)
+    options = series_options(("backend", "suite"), repo=chosen.repo,
+                             benchmark=chosen.benchmark, metric=SPEEDUP)
+    backend = state.choice("backend", options["backend"])
+    suite = state.choice("suite", options["suite"])
+    found: dict[str, dict[str, dict]] = defaultdict(lambda: defaultdict(dict))
+    rows = chosen.results(backend=backend, suite=suite).values_list(
+        "run__head_sha", "series__model", "series__metric", "value", "string_values")
+    for sha, model, metric, value, strings in rows:
+        found[model][metric][sha] = (strings or [None])[0] if metric == ACCURACY else value
+    table = Table("models", ["model", "speedup", "accuracy", "compile time",
+                             "compression ratio"], [])
+    for model in sorted(found):
+        row, classes = [model], {}
+        for column, metric in enumerate((SPEEDUP, ACCURACY, COMPILE, MEMORY), start=1):
+            text, classes[column] = _model_cell(chosen, metric, found[model].get(metric, {}))
+            row.append(text)
+        table.rows.append(row)
+        table.classes.append(classes)
+        table.links.append({0: page_url("/explorer/", repo=chosen.repo,
+                                        benchmark=chosen.benchmark, model=model,
+                                        backend=backend, mode=chosen.mode, arch=chosen.arch,
+                                        range="90d")})
+    return Page(title=f"Compilers: {backend} on {suite}",
+                filters={**_filters(chosen, state), "backend": backend, "suite": suite},
+                tables=[table],
+                context={**choices, "missing": not found, "models": True,
+                         "summary_url": state.url("/compilers/", backend=None, suite=None)})
+
+
+def _model_cell(chosen: Scope, metric: str, values: dict) -> tuple[str, str]:
+    if metric != ACCURACY:
+        return base_to_new(chosen, metric, values)
+    base, new = values.get(chosen.base), values.get(chosen.new)
+    if chosen.base == chosen.new:
+        return new or "—", ""
+    passed = [value in PASS_VALUES if value else None for value in (base, new)]
+    css = ("worse" if passed == [True, False] else "better" if passed == [False, True]
+           else "")
+    return f"{base or '—'} → {new or '—'}", css

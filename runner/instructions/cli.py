@@ -1,0 +1,152 @@
+"""`python -m runner instructions`: count instructions of the built-in definitions (or a
+spec's) with callgrind in parallel workers, print a table, write and upload records.
+
+torch is imported only by the workers, so `--list` works with PyYAML alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import signal
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from runner import families
+from runner.instructions.callgrind import OK, Measurement, MeasureSettings, Pool
+from runner.instructions.spec import parse_spec
+from runner.specs import SpecError, read_spec
+from runner.upload import METADATA_FIELDS
+
+FAMILY = "instructions"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "instructions",
+        help="count instructions of small PyTorch programs with callgrind",
+        description=(
+            "Count the instructions of the built-in definitions (or those a `family: "
+            "instructions` spec selects and defines) in every runtime mode, autograd mode and "
+            "thread count, with callgrind, in worker processes pinned to cores. Prints a "
+            "table and writes PyTorch OSS benchmark records."
+        ),
+    )
+    parser.add_argument("--spec", type=Path, metavar="FILE",
+                        help="a `family: instructions` spec (default: every built-in one)")
+    parser.add_argument("--filter", metavar="REGEX",
+                        help="only benchmarks whose key (shown by --list) matches")
+    parser.add_argument("--list", action="store_true", help="list the benchmarks, count none")
+    allowed = len(os.sched_getaffinity(0))
+    parser.add_argument("--workers", type=int, default=allowed,
+                        help="worker processes, each pinned to one allowed core "
+                             "(default: all %(default)s allowed cores)")
+    for name in ("number", "repeats", "timeout_s", "retries"):
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float
+                            if name == "timeout_s" else int,
+                            help=f"override the spec's {name} (default "
+                                 f"{getattr(MeasureSettings, name):g})")
+    parser.add_argument("-o", "--output", type=Path, help="write the records (JSON list) here")
+    sending = parser.add_argument_group(
+        "upload", "run metadata not given here comes from the GitHub Actions environment"
+    )
+    sending.add_argument("--upload", metavar="URL", help="results server to upload records to")
+    sending.add_argument("--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"),
+                         help="upload token (default: $BENCH_UPLOAD_TOKEN)")
+    for field in METADATA_FIELDS:
+        sending.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from runner.run import INTERRUPTED_EXIT, interrupt
+    from runner.upload import upload_from_cli
+
+    if args.upload and not args.token:
+        print("error: --upload needs --token or $BENCH_UPLOAD_TOKEN", file=sys.stderr)
+        return 2
+    try:
+        spec = parse_spec(_spec_data(args.spec), str(args.spec or "built-in definitions"),
+                          extra_filter=args.filter)
+        overrides = {name: getattr(args, name) for name in MeasureSettings.names()
+                     if getattr(args, name, None) is not None}
+        settings = dataclasses.replace(spec.settings, **overrides)
+        if settings.problems():
+            raise SpecError("options", settings.problems())
+    except SpecError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.list:
+        print("\n".join([*(f"{i:5d}  {b.key}" for i, b in enumerate(spec.benchmarks, 1)),
+                         f"{len(spec.benchmarks)} benchmarks"]))
+        return 0
+    try:
+        pool = Pool(min(args.workers, len(spec.benchmarks)))
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    started, total = time.monotonic(), len(spec.benchmarks)
+    done = Counter()
+
+    def progress(result: Measurement) -> None:
+        done[result.status] += 1
+        why = f"  {result.error.strip().splitlines()[-1]}" if result.error else ""
+        print(f"{sum(done.values()):5d}/{total}  {result.status:7s}  {result.benchmark.key}"
+              f"{why}", flush=True)
+
+    print(f"counting {total} benchmarks in {len(pool.cpus)} workers on cores {pool.cpus}",
+          flush=True)
+    previous = signal.signal(signal.SIGTERM, interrupt)  # stop the workers on SIGTERM too
+    try:
+        results = pool.run(spec.benchmarks, settings, on_result=progress)
+    except KeyboardInterrupt:
+        print("interrupted: nothing written or uploaded", file=sys.stderr)
+        return INTERRUPTED_EXIT
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(table(results))
+    print(", ".join(f"{count} {status}" for status, count in done.items())
+          + f" in {time.monotonic() - started:.0f} s")
+
+    from runner.environment import RunContext
+    from runner.instructions.records import measurement_records
+    from runner.quant.report import write_json
+
+    context = RunContext.collect()
+    records = [record for result in results for record in measurement_records(result, context)]
+    if args.output:
+        write_json(args.output, records)
+        print(f"{len(records)} records written to {args.output}")
+    if args.upload and not upload_from_cli(records, args):
+        return 1
+    return 1 if done["failed"] else 0
+
+
+def _spec_data(path: Path | None) -> dict:
+    """The spec without its `family` key; {} (every built-in definition) without a spec."""
+    if path is None:
+        return {}
+    data = read_spec(path)
+    family = families.family_name(data)
+    if family != FAMILY:
+        raise SpecError(str(path), [f"family: {family!r}; this command runs `family: "
+                                    f"{FAMILY}` specs (others: python -m runner run)"])
+    return {key: value for key, value in data.items() if key != "family"}
+
+
+def table(results: list[Measurement]) -> str:
+    width = max((len(r.benchmark.key) for r in results), default=9)
+    lines = [f"{'benchmark':{width}}  {'status':7}  {'instr/call':>12}  {'spread':>7}  "
+             f"{'wall us':>9}  {'seconds':>7}"]
+    for result in results:
+        key = f"{result.benchmark.key:{width}}  {result.status:7}"
+        if result.status != OK:
+            lines.append(key)
+            continue
+        lines.append(f"{key}  {statistics.median(result.per_call):12,.0f}  {result.spread:7.2%}  "
+                     f"{statistics.median(result.wall_us):9.2f}  {result.seconds:7.1f}")
+    return "\n".join(lines)

@@ -1,0 +1,49 @@
+"""Instruction counts as a family (see runner.families): one cell is one expanded benchmark,
+counted in a worker process of its own."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from runner.families import Outcome, Planned
+from runner.instructions.callgrind import OK, MeasureSettings, Pool
+from runner.instructions.definitions import Benchmark
+from runner.instructions.spec import parse_spec
+
+if TYPE_CHECKING:
+    from runner.environment import RunContext
+
+NAME = "instructions"
+
+
+def plan(data: Mapping[str, Any], source: str) -> list[Planned]:
+    spec = parse_spec(data, source)
+    settings = dataclasses.asdict(spec.settings)
+    return [Planned(b.key, {"benchmark": b.to_dict(), "settings": settings})
+            for b in spec.benchmarks]
+
+
+def check_settings(settings: Mapping[str, Any]) -> None:
+    known = MeasureSettings.names()
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        raise ValueError(f"unknown settings {unknown}; known: {known}")
+    problems = MeasureSettings(**settings).problems()
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any],
+        context: RunContext) -> Outcome:
+    from runner.instructions.records import measurement_records
+
+    benchmark = Benchmark.from_dict(cell["benchmark"])
+    # Pinned as the CLI's workers are; several cells may run at once, so spread by process.
+    cores = sorted(os.sched_getaffinity(0))
+    [result] = Pool(cores=[cores[os.getpid() % len(cores)]]).run(
+        [benchmark], MeasureSettings(**{**cell["settings"], **settings}))
+    return Outcome(result.status, measurement_records(result, context), error=result.error,
+                   measured_s=result.seconds if result.status == OK else None, detail=result)

@@ -1,0 +1,10 @@
+"""Fused-kernel layer benchmarks: latency, memory bandwidth, speedup over eager, accuracy.
+
+    definitions  kernels, their tensors and byte counts (no torch)
+    backends     eager, torch.compile, Liger, Quack (torch imported when building)
+    spec         `family: kernels` specs into cells (no torch)
+    execute      one cell: accuracy against eager, then timing
+    records      a result as OSS v3 records
+    family       the runner.families interface
+    cli          `python -m runner kernels`
+"""

@@ -1,0 +1,188 @@
+"""`python -m runner kernels`: list the kernels and backends, or run some without a spec file.
+
+    python -m runner kernels --list
+    python -m runner kernels rms_norm softmax --backend eager compiled liger \\
+        --shape 32768x4096 --shape 32768x16384 --device cuda -o kernels.json
+
+The options become a `family: kernels` spec (runner.kernels.spec), so they are validated
+and run exactly as a spec file or a job would be.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from runner.kernels.backends import BACKENDS, COMPILE_MODES
+from runner.kernels.definitions import DIRECTIONS, DTYPES, KERNELS
+from runner.kernels.spec import DEFAULT_COMPILE_MODE, DEVICES, Cell, parse
+from runner.quant.cells import TimingSettings
+from runner.specs import SpecError
+from runner.upload import METADATA_FIELDS, upload_from_cli
+
+DEFAULT_SHAPES = {"cuda": ["32768x1024", "32768x4096", "32768x16384"],
+                  "cpu": ["1024x1024", "4096x1024"]}
+INTERRUPTED_EXIT = 130
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "kernels",
+        help="fused-kernel layers: latency, GB/s and speedup per backend",
+        description=("Time cross entropy, softmax, RMSNorm and LayerNorm (forward and "
+                     "backward) on eager, torch.compile, Liger and Quack; check each against "
+                     "eager (gradients included) and write PyTorch OSS benchmark records."),
+    )
+    parser.add_argument("kernels", nargs="*", metavar="NAME",
+                        help=f"kernels to run (default: all): {', '.join(KERNELS)}")
+    parser.add_argument("--list", action="store_true",
+                        help="list kernels, byte counts and backends available here")
+    parser.add_argument("--direction", nargs="+", choices=DIRECTIONS, default=list(DIRECTIONS))
+    parser.add_argument("--backend", nargs="+", default=["eager", "compiled"],
+                        metavar="BACKEND", help=f"of {', '.join(BACKENDS)} (default: "
+                        "eager compiled)")
+    parser.add_argument("--compile-mode", nargs="+", default=[DEFAULT_COMPILE_MODE],
+                        metavar="MODE", help=f"for `compiled`: {', '.join(COMPILE_MODES)} "
+                        "(default: %(default)s)")
+    parser.add_argument("--shape", action="append", metavar="MxN",
+                        help="a shape (repeat the option); default by device: "
+                        + "; ".join(f"{d} {' '.join(s)}" for d, s in DEFAULT_SHAPES.items()))
+    parser.add_argument("--device", choices=DEVICES,
+                        help="default: cuda when available, else cpu")
+    parser.add_argument("--dtype", choices=DTYPES, default="bfloat16")
+    parser.add_argument("--atol", type=float, help="accuracy tolerance, with --rtol "
+                        "(default: an rtol per dtype, atol scaled to each tensor's magnitude)")
+    parser.add_argument("--rtol", type=float)
+    parser.add_argument("-o", "--output", type=Path, help="write the records (JSON list) here")
+    timing = parser.add_argument_group("timing")
+    defaults = TimingSettings()
+    timing.add_argument("--samples", type=int, default=defaults.samples)
+    timing.add_argument("--warmup", type=float, default=defaults.warmup_s, metavar="SECONDS")
+    timing.add_argument("--min-sample-time", type=float, default=defaults.min_sample_s,
+                        metavar="SECONDS", help="CPU: least time per sample")
+    timing.add_argument("--threads", type=int, default=defaults.threads,
+                        help="CPU: torch threads while timing")
+    timing.add_argument("--no-l2-flush", action="store_true",
+                        help="CUDA: keep L2 warm between timed calls")
+    sending = parser.add_argument_group(
+        "upload", "run metadata not given here comes from the GitHub Actions environment")
+    sending.add_argument("--upload", metavar="URL", help="results server to upload records to")
+    sending.add_argument("--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"),
+                         help="upload token (default: $BENCH_UPLOAD_TOKEN)")
+    for field in METADATA_FIELDS:
+        sending.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.list:
+        print(listing(args.device))
+        return 0
+    if args.upload and not args.token:
+        print("error: --upload needs --token or $BENCH_UPLOAD_TOKEN", file=sys.stderr)
+        return 2
+    try:
+        cells = parse(spec_of(args), "command line")
+    except SpecError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+    from runner.environment import RunContext
+    from runner.kernels.execute import run_cell
+    from runner.kernels.records import cell_records
+
+    context, eager_timings = RunContext.collect(), {}
+    results, interrupted = [], False
+    try:
+        for number, cell in enumerate(cells, 1):
+            settings = TimingSettings(**cell.timing)
+            results.append(run_cell(cell, settings, eager_timings))
+            print(f"{number:5d}/{len(cells)}  {results[-1].status:7s}  {cell.key}",
+                  file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        interrupted = True
+    records = [record for result in results for record in cell_records(result, context)]
+    print(table(results))
+    if args.output:
+        from runner.quant.report import write_json
+
+        write_json(args.output, records)
+        print(f"{len(records)} records written to {args.output}")
+    counts = Counter(result.status for result in results)
+    print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no cells ran")
+    if interrupted:
+        print(f"interrupted: {len(results)} of {len(cells)} cells finished; nothing uploaded",
+              file=sys.stderr)
+        return INTERRUPTED_EXIT
+    if args.upload and not upload_from_cli(records, args):
+        return 1
+    return 1 if counts["failed"] else 0
+
+
+def spec_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The spec the options describe."""
+    device = args.device or _default_device()
+    spec: dict[str, Any] = {
+        "kernels": args.kernels or list(KERNELS),
+        "directions": args.direction,
+        "backends": args.backend,
+        "shapes": args.shape or DEFAULT_SHAPES[device],
+        "dtype": args.dtype,
+        "device": device,
+        "timing": {"samples": args.samples, "warmup_s": args.warmup,
+                   "min_sample_s": args.min_sample_time, "threads": args.threads,
+                   "flush_l2": not args.no_l2_flush},
+    }
+    if "compiled" in args.backend:
+        spec["compile_modes"] = args.compile_mode
+    if args.atol is not None or args.rtol is not None:
+        spec["tolerance"] = {"atol": args.atol, "rtol": args.rtol}
+    return spec
+
+
+def listing(device: str | None) -> str:
+    device = device or _default_device()
+    lines = ["kernels (s: bytes per element of the dtype):"]
+    for kernel in KERNELS.values():
+        lines.append(f"  {kernel.name:14s} {kernel.title}")
+        lines += [f"    {direction:9s} {kernel.formula(direction)}" for direction in DIRECTIONS]
+    lines.append(f"backends on {device}:")
+    for backend in BACKENDS.values():
+        problem = backend.unavailable(device)
+        version = backend.version()
+        state = f"unavailable: {problem}" if problem else "available" + (
+            f" ({backend.distribution} {version})" if version else "")
+        modes = f"; compile modes {', '.join(COMPILE_MODES)}" if backend.compiles else ""
+        lines.append(f"  {backend.name:10s} {state}{modes}")
+    return "\n".join(lines)
+
+
+def table(results: list) -> str:
+    """One line per cell: its numbers, or why it has none."""
+    header = (f"{'kernel':14s} {'direction':9s} {'shape':>12s} {'backend':34s} "
+              f"{'ms':>9s} {'GB/s':>9s} {'speedup':>8s}  accuracy / status")
+    lines = [header]
+    for result in results:
+        cell: Cell = result.cell
+        numbers = ("", "", "")
+        if result.timing is not None:
+            numbers = (f"{result.timing.median_ms:.4f}", f"{result.gbps:.1f}",
+                       "" if result.speedup is None else f"{result.speedup:.2f}x")
+        state = result.accuracy or ""
+        if result.status != "ok":
+            reason = result.reason.splitlines()[0] if result.reason else ""
+            state = f"{state + ', ' if state else ''}{result.status}: {reason}"
+        lines.append(f"{cell.kernel:14s} {cell.direction:9s} {cell.shape:>12s} "
+                     f"{cell.label:34s} {numbers[0]:>9s} {numbers[1]:>9s} {numbers[2]:>8s}  "
+                     f"{state}")
+    return "\n".join(lines)
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,0 +1,222 @@
+"""Running one cell: check the backend against eager (outputs, and gradients for backward),
+then time it, and the eager baseline it is compared with.
+
+A backend that cannot run here is skipped with the reason; an error fails the cell with its
+traceback; an accuracy mismatch fails it too, untimed, with "fail_accuracy" and what differs:
+the timing of a wrong kernel is not a result. No error escapes: the next cell always runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch._functorch.config as functorch_config
+
+from runner.kernels.backends import BACKENDS, Function
+from runner.kernels.definitions import BACKWARD, KERNELS, Kernel, bytes_moved
+from runner.kernels.spec import Cell
+from runner.quant.cells import TimingSettings
+from runner.quant.execute import device_problem
+from runner.quant.results import FAILED, OK, SKIPPED, Timing
+from runner.quant.timing import measure
+
+logger = logging.getLogger(__name__)
+
+PASS, FAIL_ACCURACY = "pass", "fail_accuracy"
+# Without a tolerance in the spec: this rtol, and an atol of rtol x the largest magnitude in
+# the tensor. torch.testing's fixed atol fails weight gradients, sums over M rows whose
+# rounding error grows with M; scaled to the tensor, the check holds at any M.
+DEFAULT_RTOL = {"float32": 1e-4, "float16": 1e-3, "bfloat16": 1.6e-2}
+UNSTABLE_SPREAD = 0.10  # interquartile range over median above which a timing is flagged
+SEED = 0
+EagerTimings = dict[tuple[Any, ...], Timing]
+
+
+@dataclass
+class KernelResult:
+    cell: Cell
+    status: str  # OK, SKIPPED or FAILED
+    settings: TimingSettings
+    reason: str = ""  # why it was skipped, or what failed it
+    traceback: str = ""  # of the error that failed it
+    bytes: int = 0  # least traffic of one pass (definitions)
+    timing: Timing | None = None
+    eager: Timing | None = None  # the baseline of the speedup
+    accuracy: str | None = None  # PASS or FAIL_ACCURACY; None for eager and unchecked cells
+    notes: list[str] = field(default_factory=list)
+    measured_s: float = 0.0  # inside timed calls
+
+    @property
+    def gbps(self) -> float | None:
+        if self.timing is None:
+            return None
+        return self.bytes / (self.timing.median_ms / 1000) / 1e9
+
+    @property
+    def speedup(self) -> float | None:
+        if self.timing is None or self.eager is None or self.cell.backend == "eager":
+            return None
+        return self.eager.median_ms / self.timing.median_ms
+
+
+class _Skip(Exception):
+    """The cell cannot run here; the message says why."""
+
+
+class AccuracyMismatch(Exception):
+    """The backend's output or gradients differ from eager beyond the tolerance."""
+
+
+def eager_key(cell: Cell, settings: TimingSettings) -> tuple[Any, ...]:
+    """Cells sharing this key share one eager timing (state kept across a worker's cells)."""
+    return (cell.kernel, cell.direction, cell.m, cell.n, cell.dtype, cell.device, settings)
+
+
+def run_cell(cell: Cell, settings: TimingSettings,
+             eager_timings: EagerTimings | None = None) -> KernelResult:
+    result = KernelResult(cell, OK, settings,
+                          bytes=bytes_moved(cell.kernel, cell.direction, cell.m, cell.n,
+                                            cell.dtype))
+    try:
+        # Timed backward calls reuse one graph (retain_graph), which compiled graphs that
+        # donate their saved buffers refuse; they are compiled (on first call) in here.
+        with functorch_config.patch(donated_buffer=False):
+            _run(cell, settings, {} if eager_timings is None else eager_timings, result)
+    except _Skip as skip:
+        result.status, result.reason = SKIPPED, str(skip)
+        result.timing = result.eager = None
+    except AccuracyMismatch as mismatch:
+        result.status, result.reason, result.accuracy = FAILED, str(mismatch), FAIL_ACCURACY
+    except Exception as error:
+        logger.info("cell %s failed", cell.key, exc_info=True)  # the traceback is kept
+        result.status, result.reason = FAILED, f"{type(error).__name__}: {error}"
+        result.traceback = traceback.format_exc()
+        result.timing = result.eager = None
+    if cell.device == "cuda" or result.status == FAILED:
+        _release_memory()
+    return result
+
+
+def _run(cell: Cell, settings: TimingSettings, eager_timings: EagerTimings,
+         result: KernelResult) -> None:
+    backend = BACKENDS[cell.backend]
+    reason = device_problem(cell.device) or backend.unavailable(cell.device)
+    if reason:
+        raise _Skip(reason)
+    kernel = KERNELS[cell.kernel]
+    try:
+        function = backend.build(cell.kernel, cell.compile_mode)
+    except ImportError as error:  # an installed version without this kernel
+        raise _Skip(f"{cell.label} has no {cell.kernel} here: {error}") from None
+    inputs, grad_out = make_inputs(kernel, cell)
+    eager = BACKENDS["eager"].build(cell.kernel, None)
+
+    def timed(what: str, fn: Function) -> Timing:
+        timing = measure(_pass(kernel, cell.direction, fn, inputs, grad_out, what),
+                         cell.device, settings)
+        result.measured_s += timing.measured_s
+        if timing.spread > UNSTABLE_SPREAD:
+            result.notes.append(f"unstable {what} timing: IQR {timing.spread:.0%} of the median")
+        return timing
+
+    if cell.backend != "eager":
+        _check_accuracy(kernel, cell, function, eager, inputs, grad_out)
+        result.accuracy = PASS
+    result.timing = timed(cell.label, function)
+    key = eager_key(cell, settings)
+    if cell.backend == "eager":
+        eager_timings[key] = result.timing
+    elif key not in eager_timings:
+        eager_timings[key] = timed("eager", eager)
+    result.eager = eager_timings[key]
+
+
+def make_inputs(kernel: Kernel, cell: Cell) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """The kernel's inputs and a gradient for its output, the same for every backend."""
+    generator = torch.Generator(device=cell.device).manual_seed(SEED)
+    dtype = getattr(torch, cell.dtype)
+    sizes = {"MN": (cell.m, cell.n), "M": (cell.m,), "N": (cell.n,)}
+
+    def tensor(operand) -> torch.Tensor:
+        size = sizes[operand.dims]
+        if operand.index:  # class indices into the N columns
+            return torch.randint(0, cell.n, size, generator=generator, device=cell.device)
+        return torch.randn(size, generator=generator, device=cell.device, dtype=dtype)
+
+    return [tensor(operand) for operand in kernel.inputs], tensor(kernel.output)
+
+
+def _leaves(kernel: Kernel, inputs: list[torch.Tensor], direction: str) -> list[torch.Tensor]:
+    """Fresh copies of the inputs; for backward, those with a gradient require it."""
+    return [tensor.detach().clone().requires_grad_(direction == BACKWARD
+                                                   and operand.name in kernel.grads)
+            for operand, tensor in zip(kernel.inputs, inputs, strict=True)]
+
+
+def _pass(kernel: Kernel, direction: str, function: Function, inputs: list[torch.Tensor],
+          grad_out: torch.Tensor, what: str) -> Callable[[], object]:
+    """One timed pass. Backward: the forward runs once here, each call is autograd.grad."""
+    leaves = _leaves(kernel, inputs, direction)
+    if direction != BACKWARD:
+        return lambda: function(*leaves)
+    output = function(*leaves)
+    if not output.requires_grad:
+        raise _Skip(f"{what} has no backward for {kernel.name}")
+    wanted = [leaf for leaf in leaves if leaf.requires_grad]
+    grad = grad_out.to(output.dtype)
+    return lambda: torch.autograd.grad(output, wanted, grad, retain_graph=True)
+
+
+def _evaluate(kernel: Kernel, direction: str, function: Function, inputs: list[torch.Tensor],
+              grad_out: torch.Tensor, what: str) -> list[tuple[str, torch.Tensor]]:
+    """(name, tensor) of the output and, for backward, the gradient of each input."""
+    leaves = _leaves(kernel, inputs, direction)
+    output = function(*leaves)
+    found = [(kernel.output.name, output)]
+    if direction == BACKWARD:
+        if not output.requires_grad:
+            raise _Skip(f"{what} has no backward for {kernel.name}")
+        wanted = [(operand.name, leaf) for operand, leaf in zip(kernel.inputs, leaves,
+                                                                 strict=True)
+                  if leaf.requires_grad]
+        grads = torch.autograd.grad(output, [leaf for _, leaf in wanted],
+                                    grad_out.to(output.dtype))
+        found += [(f"grad {name}", grad) for (name, _), grad in zip(wanted, grads, strict=True)]
+    return found
+
+
+def _check_accuracy(kernel: Kernel, cell: Cell, function: Function, eager: Function,
+                    inputs: list[torch.Tensor], grad_out: torch.Tensor) -> None:
+    """Compare with eager; a backend's output in another dtype is cast to eager's first."""
+    expected = _evaluate(kernel, cell.direction, eager, inputs, grad_out, "eager")
+    actual = _evaluate(kernel, cell.direction, function, inputs, grad_out, cell.label)
+    problems = []
+    for (name, want), (_, got) in zip(expected, actual, strict=True):
+        want = want.detach()
+        if cell.atol is None:
+            rtol = DEFAULT_RTOL[cell.dtype]
+            atol = rtol * (want.abs().max().item() if want.numel() else 0.0)
+        else:
+            atol, rtol = cell.atol, cell.rtol
+        try:
+            torch.testing.assert_close(got.detach().to(want.dtype), want, atol=atol, rtol=rtol)
+        except AssertionError as error:
+            details = [line.strip() for line in str(error).splitlines()[1:] if line.strip()]
+            problems.append(f"{name}: {'; '.join(details[:3])}")
+    if problems:
+        allowed = (f"atol={cell.atol:g}, rtol={cell.rtol:g}" if cell.atol is not None
+                   else f"the default tolerance for {cell.dtype} (rtol="
+                   f"{DEFAULT_RTOL[cell.dtype]:g}, atol=rtol x the tensor's largest magnitude)")
+        raise AccuracyMismatch(f"differs from eager beyond {allowed}: " + " | ".join(problems))
+
+
+def _release_memory() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

@@ -1,0 +1,40 @@
+"""The fused-kernel layers as a family (see runner.families): cross entropy, softmax, RMSNorm
+and LayerNorm, forward and backward, on eager, torch.compile, Liger and Quack."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from runner.families import Outcome, Planned
+from runner.kernels.spec import Cell, parse, timing_problems
+
+if TYPE_CHECKING:
+    from runner.environment import RunContext
+
+NAME = "kernels"
+
+
+def plan(data: Mapping[str, Any], source: str) -> list[Planned]:
+    return [Planned(cell.key, cell.to_dict()) for cell in parse(data, source)]
+
+
+def check_settings(settings: Mapping[str, Any]) -> None:
+    """A job's timing settings, which override the spec's `timing`."""
+    problems = timing_problems(settings, "")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any],
+        context: RunContext) -> Outcome:
+    from runner.kernels.execute import run_cell
+    from runner.kernels.records import cell_records
+    from runner.quant.cells import TimingSettings
+
+    spec_cell = Cell.from_dict(cell)
+    timing = TimingSettings(**{**spec_cell.timing, **settings})
+    result = run_cell(spec_cell, timing, state.setdefault("eager_timings", {}))
+    return Outcome(result.status, cell_records(result, context),
+                   error=result.traceback or result.reason, measured_s=result.measured_s,
+                   detail=result)

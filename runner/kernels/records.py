@@ -1,0 +1,103 @@
+"""A kernel cell's result as PyTorch OSS benchmark ("v3") records.
+
+One series per (kernel, direction, shape, backend, compile mode, dtype, device): model.name
+is the kernel, model.backend the backend, benchmark.mode the direction ("forward" or
+"backward": the format's "inference"/"training" name passes of a whole model, and a
+kernel's backward alone is neither), the shape in benchmark.extra_info.
+
+Metrics: latency (ms, every sample; the median is the value), memory_bandwidth (GB/s, bytes
+over the median latency), speedup (x, eager's median over this one's; not for eager) and
+accuracy ("pass"/"fail_accuracy" as strings, as TorchInductor's dashboards write them; not
+for eager, the reference). A skipped or failed cell adds a "status" record with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from runner.kernels.backends import optional_versions
+from runner.kernels.execute import DEFAULT_RTOL, FAIL_ACCURACY, KernelResult
+from runner.quant.results import OK
+
+if TYPE_CHECKING:
+    from runner.environment import RunContext
+
+BENCHMARK_NAME = "fused kernels"
+MODEL_TYPE = "fused kernel"
+ORIGINS = ["kernels"]
+STATUS_METRIC = "status"
+
+
+def cell_records(result: KernelResult, context: RunContext) -> list[dict[str, Any]]:
+    metrics = []
+    if result.accuracy is not None:
+        metrics.append(_strings("accuracy", result.accuracy, **_tolerance(result)))
+    if result.status == OK:
+        metrics += _measurements(result)
+    else:
+        detail = "error" if result.status == "failed" else "reason"
+        metrics.append(_strings(STATUS_METRIC, result.status, **{detail: result.reason}))
+    return [_record(result, context, metric) for metric in metrics]
+
+
+def _measurements(result: KernelResult) -> list[dict[str, Any]]:
+    timing = result.timing
+    assert timing is not None and result.gbps is not None
+    metrics = [
+        _metric("latency", list(timing.samples_ms), "ms", median=timing.median_ms,
+                calls_per_sample=timing.calls_per_sample),
+        _metric("memory_bandwidth", [result.gbps], "GB/s", bytes=result.bytes),
+    ]
+    if result.speedup is not None:
+        assert result.eager is not None
+        metrics.append(_metric("speedup", [result.speedup], "x",
+                               eager_median_ms=result.eager.median_ms))
+    return metrics
+
+
+def _record(result: KernelResult, context: RunContext, metric: dict[str, Any]) -> dict[str, Any]:
+    cell = result.cell
+    # benchmark.extra_info identifies the series; what varies by run goes with the value.
+    extra: dict[str, Any] = {
+        "device": cell.device,
+        "arch": context.arch(cell.device),
+        "torch_compile_mode": cell.compile_mode or "none",
+        "shape": [cell.m, cell.n],
+        "shape_name": cell.shape,
+    }
+    if cell.device == "cuda":
+        extra["l2_flush"] = result.settings.flush_l2
+    else:
+        extra["cpu_threads"] = result.settings.threads
+    per_run: dict[str, Any] = {"timing_samples": result.settings.samples}
+    if result.notes:
+        per_run["notes"] = "; ".join(result.notes)
+    return {
+        "benchmark": {"name": BENCHMARK_NAME, "mode": cell.direction, "dtype": cell.dtype,
+                      "extra_info": extra},
+        "model": {"name": cell.kernel, "type": MODEL_TYPE, "backend": cell.backend,
+                  "origins": list(ORIGINS)},
+        "metric": {**metric, "extra_info": {**metric["extra_info"], **per_run}},
+        "runners": context.runners(cell.device),
+        "dependencies": {**context.dependencies(), **optional_versions()},
+    }
+
+
+def _metric(name: str, values: list[float], unit: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "benchmark_values": [float(v) for v in values], "target_value": 0.0,
+            "extra_info": {"unit": unit, **extra}}
+
+
+def _strings(name: str, value: str, **extra: Any) -> dict[str, Any]:
+    """A non-numeric result: its value in metric.extra_info.benchmark_values."""
+    return {"name": name, "benchmark_values": [], "target_value": 0.0,
+            "extra_info": {"benchmark_values": [value], **extra}}
+
+
+def _tolerance(result: KernelResult) -> dict[str, Any]:
+    cell = result.cell
+    found: dict[str, Any] = {"atol": cell.atol, "rtol": cell.rtol} if cell.atol is not None \
+        else {"rtol": DEFAULT_RTOL[cell.dtype], "atol": "rtol x largest magnitude"}
+    if result.accuracy == FAIL_ACCURACY:
+        found["mismatch"] = result.reason
+    return found
