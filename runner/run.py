@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 from collections import Counter
@@ -22,7 +21,7 @@ from runner.quant.report import table, write_csv, write_json
 from runner.quant.results import FAILED, CellResult
 from runner.quant.spec import parse_spec
 from runner.specs import SpecError, read_spec
-from runner.upload import METADATA_FIELDS, upload_from_cli
+from runner.upload import add_upload_options, missing_token, upload_from_cli
 
 INTERRUPTED_EXIT = 130
 
@@ -43,16 +42,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--csv", type=Path, help="write torchao-style CSV here")
     parser.add_argument("--dry-run", action="store_true", help="list the cells, run nothing")
     parser.add_argument("-v", "--verbose", action="store_true", help="log tracebacks of failures")
-    sending = parser.add_argument_group(
-        "upload", "run metadata not given here comes from the GitHub Actions environment"
-    )
-    sending.add_argument("--upload", metavar="URL", help="results server to upload records to")
-    sending.add_argument(
-        "--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"),
-        help="upload token (default: $BENCH_UPLOAD_TOKEN)",
-    )
-    for field in METADATA_FIELDS:
-        sending.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
+    add_upload_options(parser)
     timing = parser.add_argument_group("timing")
     defaults = TimingSettings()
     timing.add_argument("--samples", type=int, default=defaults.samples,
@@ -69,8 +59,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.upload and not args.token:
-        print("error: --upload needs --token or $BENCH_UPLOAD_TOKEN", file=sys.stderr)
+    if missing_token(args):
         return 2
     try:
         data = read_spec(args.spec)

@@ -157,6 +157,26 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def add_upload_options(parser: argparse.ArgumentParser) -> None:
+    """`--upload URL --token T` and one option per run metadata field, for sub-commands
+    that write records."""
+    sending = parser.add_argument_group(
+        "upload", "run metadata not given here comes from the GitHub Actions environment")
+    sending.add_argument("--upload", metavar="URL", help="results server to upload records to")
+    sending.add_argument("--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"),
+                         help="upload token (default: $BENCH_UPLOAD_TOKEN)")
+    for field in METADATA_FIELDS:
+        sending.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
+
+
+def missing_token(args: argparse.Namespace) -> bool:
+    """Whether --upload was given without a token; says so on stderr."""
+    if args.upload and not args.token:
+        print("error: --upload needs --token or $BENCH_UPLOAD_TOKEN", file=sys.stderr)
+        return True
+    return False
+
+
 def upload_from_cli(records: list[dict], args: argparse.Namespace) -> bool:
     """Upload for a sub-command with `--upload URL --token T` and the METADATA_FIELDS
     options; prints the outcome, returns False when the upload failed."""

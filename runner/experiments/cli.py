@@ -9,7 +9,6 @@ results.jsonl (whatever their outcome) are skipped; --no-resume starts the file 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,7 @@ from runner.experiments import family, records, results
 from runner.experiments.matrix import BACKENDS, DTYPES, EAGER, TESTS, Config
 from runner.experiments.spec import DEFAULTS, parse
 from runner.specs import SpecError
-from runner.upload import METADATA_FIELDS
+from runner.upload import add_upload_options, missing_token, upload_from_cli
 
 if TYPE_CHECKING:
     from runner.environment import RunContext
@@ -66,12 +65,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     how.add_argument("--no-resume", action="store_true",
                      help="start results.jsonl over instead of skipping what it holds")
     how.add_argument("--dry-run", action="store_true", help="list the configurations only")
-    sending = parser.add_argument_group("upload")
-    sending.add_argument("--upload", metavar="URL", help="results server to upload records to")
-    sending.add_argument("--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"),
-                         help="upload token (default: $BENCH_UPLOAD_TOKEN)")
-    for field in METADATA_FIELDS:
-        sending.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
+    add_upload_options(parser)
     parser.set_defaults(func=main)
 
 
@@ -91,10 +85,8 @@ def matrix(args: argparse.Namespace) -> list[Config]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from runner.upload import upload_from_cli
 
-    if args.upload and not args.token:
-        print("error: --upload needs --token or $BENCH_UPLOAD_TOKEN", file=sys.stderr)
+    if missing_token(args):
         return 2
     try:
         configs = matrix(args)

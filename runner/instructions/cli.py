@@ -20,7 +20,7 @@ from runner import families
 from runner.instructions.callgrind import OK, Measurement, MeasureSettings, Pool
 from runner.instructions.spec import parse_spec
 from runner.specs import SpecError, read_spec
-from runner.upload import METADATA_FIELDS
+from runner.upload import add_upload_options, missing_token, upload_from_cli
 
 FAMILY = "instructions"
 
@@ -51,23 +51,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                             help=f"override the spec's {name} (default "
                                  f"{getattr(MeasureSettings, name):g})")
     parser.add_argument("-o", "--output", type=Path, help="write the records (JSON list) here")
-    sending = parser.add_argument_group(
-        "upload", "run metadata not given here comes from the GitHub Actions environment"
-    )
-    sending.add_argument("--upload", metavar="URL", help="results server to upload records to")
-    sending.add_argument("--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"),
-                         help="upload token (default: $BENCH_UPLOAD_TOKEN)")
-    for field in METADATA_FIELDS:
-        sending.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
+    add_upload_options(parser)
     parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     from runner.run import INTERRUPTED_EXIT, interrupt
-    from runner.upload import upload_from_cli
 
-    if args.upload and not args.token:
-        print("error: --upload needs --token or $BENCH_UPLOAD_TOKEN", file=sys.stderr)
+    if missing_token(args):
         return 2
     try:
         spec = parse_spec(_spec_data(args.spec), str(args.spec or "built-in definitions"),

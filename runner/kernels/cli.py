@@ -11,7 +11,6 @@ and run exactly as a spec file or a job would be.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -22,7 +21,7 @@ from runner.kernels.definitions import DIRECTIONS, DTYPES, KERNELS
 from runner.kernels.spec import DEFAULT_COMPILE_MODE, DEVICES, Cell, parse
 from runner.quant.cells import TimingSettings
 from runner.specs import SpecError
-from runner.upload import METADATA_FIELDS, upload_from_cli
+from runner.upload import add_upload_options, missing_token, upload_from_cli
 
 DEFAULT_SHAPES = {"cuda": ["32768x1024", "32768x4096", "32768x16384"],
                   "cpu": ["1024x1024", "4096x1024"]}
@@ -68,13 +67,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="CPU: torch threads while timing")
     timing.add_argument("--no-l2-flush", action="store_true",
                         help="CUDA: keep L2 warm between timed calls")
-    sending = parser.add_argument_group(
-        "upload", "run metadata not given here comes from the GitHub Actions environment")
-    sending.add_argument("--upload", metavar="URL", help="results server to upload records to")
-    sending.add_argument("--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"),
-                         help="upload token (default: $BENCH_UPLOAD_TOKEN)")
-    for field in METADATA_FIELDS:
-        sending.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
+    add_upload_options(parser)
     parser.set_defaults(func=main)
 
 
@@ -82,8 +75,7 @@ def main(args: argparse.Namespace) -> int:
     if args.list:
         print(listing(args.device))
         return 0
-    if args.upload and not args.token:
-        print("error: --upload needs --token or $BENCH_UPLOAD_TOKEN", file=sys.stderr)
+    if missing_token(args):
         return 2
     try:
         cells = parse(spec_of(args), "command line")
