@@ -66,7 +66,8 @@ class MetricDirectionAdmin(admin.ModelAdmin):
 
 class MetricThresholdInline(admin.TabularInline):
     model = MetricThreshold
-    fields = ["position", "metric", "benchmark", "tolerance", "statistic"]
+    fields = ["position", "metric", "benchmark", "tolerance", "statistic",
+              "changepoint_min_magnitude"]
     extra = 1
 
 

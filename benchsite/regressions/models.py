@@ -166,6 +166,8 @@ class MetricDirection(models.Model):
 DEFAULT_THRESHOLDS = [("*speedup*", 0.05), ("*pass*rate*", 0.10), ("*compil*", 0.15),
                       ("*latency*", 0.15), ("*time*", 0.15), ("*memory*", 0.20),
                       ("*instruction*", 0.01)]
+# Metrics whose change points matter below the global `min_magnitude`.
+DEFAULT_CHANGEPOINT_MAGNITUDES = {"*instruction*": 0.01}
 
 
 class DetectionSettings(models.Model):
@@ -233,7 +235,8 @@ class DetectionSettings(models.Model):
             if created:
                 MetricThreshold.objects.bulk_create(  # 10, 20, ...: room to insert before
                     MetricThreshold(settings=row, position=10 * number, metric=metric,
-                                    tolerance=tolerance)
+                                    tolerance=tolerance, changepoint_min_magnitude=(
+                                        DEFAULT_CHANGEPOINT_MAGNITUDES.get(metric)))
                     for number, (metric, tolerance) in enumerate(DEFAULT_THRESHOLDS, 1))
         return cls.objects.prefetch_related("thresholds").get(pk=1)
 
@@ -242,6 +245,13 @@ class DetectionSettings(models.Model):
                                   min_after=self.min_after,
                                   max_after=max(self.min_after, changepoint.DEFAULT.max_after),
                                   min_magnitude=self.min_magnitude, alpha=self.significance)
+
+    def changepoint_magnitude(self, metric: str, benchmark: str) -> float:
+        """The smallest change point raised for this metric: its threshold's, else global."""
+        row = self.threshold_for(metric, benchmark)
+        if row is not None and row.changepoint_min_magnitude is not None:
+            return row.changepoint_min_magnitude
+        return self.min_magnitude
 
     def threshold_for(self, metric: str, benchmark: str) -> MetricThreshold | None:
         """The first threshold (by position) whose patterns match."""
@@ -261,7 +271,8 @@ class DetectionSettings(models.Model):
 
 
 class MetricThreshold(models.Model):
-    """How far a metric may move (HUD policy violations, commit comparison)."""
+    """How far a metric may move (HUD policy violations, commit comparison), and optionally
+    the smallest change point raised for it."""
 
     settings = models.ForeignKey(DetectionSettings, on_delete=models.CASCADE,
                                  related_name="thresholds")
@@ -273,6 +284,9 @@ class MetricThreshold(models.Model):
     statistic = models.CharField(max_length=10, blank=True,
                                  choices=[(s, s) for s in hud_policy.STATISTICS],
                                  help_text="HUD baseline statistic; blank: the default")
+    changepoint_min_magnitude = models.FloatField(
+        null=True, blank=True, help_text="change point: smallest relative change raised for "
+        "these metrics (0.01 = 1 %); blank: the global minimum")
 
     class Meta:
         ordering = ["position", "id"]
@@ -283,6 +297,10 @@ class MetricThreshold(models.Model):
     def clean(self) -> None:
         if not 0 <= self.tolerance < 1:
             raise ValidationError({"tolerance": "must be at least 0 and less than 1"})
+        magnitude = self.changepoint_min_magnitude
+        if magnitude is not None and not 0 <= magnitude < 1:
+            raise ValidationError(
+                {"changepoint_min_magnitude": "must be at least 0 and less than 1"})
 
     def matches(self, metric: str, benchmark: str) -> bool:
         return (fnmatch.fnmatchcase(metric.lower(), self.metric.lower())

@@ -32,6 +32,7 @@ def test_the_demo_changes_are_found_and_nothing_else(capsys):
         ("int8dq", "H100", "regression", 60): 40,  # speedup and time, 20 shapes
         ("float8dq-row", "H100", "regression", 75, "1024"): 20,
         ("amp", "H100", "regression", 70): 8,  # TorchInductor on huggingface
+        ("eager", "Xeon(R)", "regression", 82): 1,  # instruction count +3 %, 1 % minimum
     }
 
 

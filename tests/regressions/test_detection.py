@@ -123,3 +123,14 @@ def test_hud_episodes_close_together_are_one_record():
     series = store_history({"m": speedups}, metric=SPEEDUP)["m"]
     [record] = detect_series([series.pk])
     assert (record.detector, record.first_bad_sha) == ("hud_policy", sha(30))
+
+
+@pytest.mark.django_db
+def test_instruction_counts_raise_change_points_from_one_percent():
+    # Counts repeat almost exactly; a 2 % step is below the global 4 % minimum.
+    step = {"add": levels(40, level=9000, step_at=30, step=0.02, noise=0.0005)}
+    counts = store_history(step, metric=("instruction_count", "count"))["add"]
+    times = store_history(step, metric=("Quantized Fwd Time (ms)", "ms"), first_night=0)["add"]
+    found = detect_series([counts.pk, times.pk])
+    changepoints = [r for r in found if r.detector == Detector.CHANGEPOINT]
+    assert [(r.series_id, r.first_bad_sha) for r in changepoints] == [(counts.pk, sha(30))]
