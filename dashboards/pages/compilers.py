@@ -3,10 +3,11 @@ backend, one column per suite, for passrate, geomean speedup, mean compile time 
 compression ratio - each "base → new" for two commits (default: the latest two), with a
 per-model table for one backend and suite (`/compilers/models/`).
 
-Passrate is the share of models whose accuracy string is pass-like (the HUD's list, see
-benchsite.results.summaries); the geomean is over positive speedups. Both pages read only
-the two commits' results, aggregated in SQL (the summary is a few dozen rows whatever the
-size of the database).
+As on the HUD, a model passes when its accuracy is pass-like (the HUD's list, see
+benchsite.results.summaries) and its speedup is not 0; passrate counts the models with an
+accuracy result, and the geomean speedup is over the models that did not fail (every model
+where none was verified). Both pages read only the two commits' results of the chosen slice
+(one row per model and metric), whatever the size of the database.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-
-from django.db.models import Avg, Case, Count, FloatField, Sum, When
-from django.db.models.functions import Ln
 
 from benchsite.results.direction import HIGHER, LOWER
 from benchsite.results.models import Result
@@ -99,20 +97,14 @@ def _filters(chosen: Scope, state: State) -> dict:
 
 def build(state: State) -> Page:
     chosen, choices = scope(state)
-    rows = (chosen.results()
-            .values("run__head_sha", "series__backend", "series__suite", "series__metric")
-            .order_by()
-            .annotate(mean=Avg("value"), positives=Count(Case(When(
-                          value__gt=0, value__lt=math.inf, then=1))),
-                      logs=Sum(Case(When(value__gt=0, value__lt=math.inf, then=Ln("value")),
-                                    output_field=FloatField())),
-                      strings=Count("string_values"),
-                      passes=Count(Case(When(string_values__0__in=list(PASS_VALUES),
-                                             then=1)))))
-    summary: dict[tuple[str, str, str], dict[str, float | str | None]] = defaultdict(dict)
-    for row in rows:
-        key = (row["series__metric"], row["series__backend"], row["series__suite"])
-        summary[key][row["run__head_sha"]] = _aggregate(row)
+    models: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for key, measured in _per_model(chosen.results()).items():
+        sha, backend, suite, _model = key
+        models[sha, backend, suite].append(measured)
+    summary: dict[tuple[str, str, str], dict[str, float | tuple | None]] = defaultdict(dict)
+    for (sha, backend, suite), measured in models.items():
+        for metric, value in _aggregate(measured).items():
+            summary[metric, backend, suite][sha] = value
     backends = sorted({backend for _, backend, _ in summary})
     suites = sorted({suite for _, _, suite in summary})
     tables = [_matrix(state, chosen, metric, backends, suites, summary) for metric in METRICS]
@@ -121,13 +113,43 @@ def build(state: State) -> Page:
                 context={**choices, "missing": not summary})
 
 
-def _aggregate(row: dict) -> float | tuple[int, int] | None:
-    metric = row["series__metric"]
-    if metric == ACCURACY:
-        return (row["passes"], row["strings"]) if row["strings"] else None
-    if metric == SPEEDUP:
-        return math.exp(row["logs"] / row["positives"]) if row["positives"] else None
-    return row["mean"]
+def _per_model(results) -> dict[tuple[str, str, str, str], dict]:
+    """{(sha, backend, suite, model): {metric: value, or the accuracy string}}."""
+    found: dict[tuple[str, str, str, str], dict] = defaultdict(dict)
+    rows = results.values_list("run__head_sha", "series__backend", "series__suite",
+                               "series__model", "series__metric", "value", "string_values")
+    for sha, backend, suite, model, metric, value, strings in rows:
+        found[sha, backend, suite, model][metric] = (
+            (strings or [None])[0] if metric == ACCURACY else value)
+    return found
+
+
+def _failed(measured: dict) -> bool:
+    """The HUD's rule: an accuracy that is not pass-like, or a speedup of 0."""
+    if ACCURACY not in measured:
+        return False
+    return measured[ACCURACY] not in PASS_VALUES or measured.get(SPEEDUP) == 0
+
+
+def _aggregate(models: list[dict]) -> dict[str, float | tuple[int, int]]:
+    """One commit's summary of one backend and suite."""
+    summary: dict[str, float | tuple[int, int]] = {}
+    judged = [measured for measured in models if ACCURACY in measured]
+    if judged:
+        summary[ACCURACY] = (sum(not _failed(measured) for measured in judged), len(judged))
+    speedups = [measured[SPEEDUP] for measured in models if not _failed(measured)
+                and _finite(measured.get(SPEEDUP)) and measured[SPEEDUP] > 0]
+    if speedups:
+        summary[SPEEDUP] = math.exp(sum(map(math.log, speedups)) / len(speedups))
+    for metric in (COMPILE, MEMORY):
+        values = [measured[metric] for measured in models if _finite(measured.get(metric))]
+        if values:
+            summary[metric] = sum(values) / len(values)
+    return summary
+
+
+def _finite(value) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 def _number(metric: str, value) -> float | None:
