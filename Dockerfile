@@ -14,7 +14,7 @@ FROM base AS web
 RUN pip install --no-cache-dir ".[web]" \
  && DEBUG=false SECRET_KEY=collectstatic python manage.py collectstatic --no-input
 EXPOSE 8000
-CMD ["gunicorn", "benchsite.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4", "--timeout", "120"]
+CMD ["gunicorn", "benchsite.wsgi", "--preload", "--bind", "0.0.0.0:8000", "--workers", "4", "--timeout", "120"]
 
 FROM base AS worker
 # torch is pinned in pyproject.toml; on a GPU host pip takes the CUDA build of 2.13.0.
