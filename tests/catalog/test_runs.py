@@ -92,3 +92,21 @@ def test_the_scheduled_task_names_a_missing_config():
 
     with pytest.raises(JobRefused, match="benchmark config 'gone': no such config"):
         tasks.submit_spec.apply(kwargs={"config": "gone", "queue": "cpu"}).get()
+
+
+def test_bench_runs_and_schedules_a_config_by_name(config, capsys):
+    from django.core.management import CommandError, call_command
+
+    call_command("bench", "run", "--config", config.name, "--queue", "cpu", "--wait")
+    job = Job.objects.get()
+    assert (job.config, job.submitted_via, job.status) == (config, "command", "succeeded")
+    call_command("bench", "schedule", "--config", config.name, "--queue", "cpu")
+    assert f"created schedule 'config {config.name} on cpu'" in capsys.readouterr().out
+    from django_celery_beat.models import PeriodicTask
+
+    entry = PeriodicTask.objects.get()
+    assert json.loads(entry.kwargs) == {"queue": "cpu", "config": config.name}
+    with pytest.raises(CommandError, match="no such benchmark config"):
+        call_command("bench", "schedule", "--config", "nope")
+    with pytest.raises(CommandError, match="'nope': no such config"):
+        call_command("bench", "run", "--config", "nope")

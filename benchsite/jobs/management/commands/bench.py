@@ -3,18 +3,21 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from benchsite.catalog.models import BenchmarkConfig
+from benchsite.catalog.run import run_config_named
 from benchsite.jobs import schedules, tasks
 from benchsite.jobs.models import Job
 from benchsite.jobs.submit import JobRefused, submit_job
 
 
 class Command(BaseCommand):
-    help = "Run benchmark jobs on the workers: `bench run SPEC.yml --queue cuda --wait`."
+    help = ("Run benchmark jobs on the workers: `bench run SPEC.yml --queue cuda --wait`, or "
+            "`bench run --config NAME` for a benchmark config of the admin.")
 
     def add_arguments(self, parser):
         commands = parser.add_subparsers(dest="action", required=True)
-        run = commands.add_parser("run", help="submit a spec as a job")
-        run.add_argument("spec", type=Path)
+        run = commands.add_parser("run", help="submit a spec file or a benchmark config as a job")
+        self.add_source(run)
         run.add_argument("--queue", default="cpu")
         run.add_argument("--wait", action="store_true", help="follow the job until it ends")
         run.add_argument("--repo", default="")
@@ -26,26 +29,35 @@ class Command(BaseCommand):
         cancel = commands.add_parser("cancel", help="cancel a job's pending cells")
         cancel.add_argument("job", type=int)
         schedule = commands.add_parser(
-            "schedule", help="run a spec on a cron schedule (celery beat; edit in the admin)")
-        schedule.add_argument("spec", type=Path)
+            "schedule", help="run a spec file or a benchmark config on a cron schedule "
+            "(celery beat; edit in the admin)")
+        self.add_source(schedule)
         schedule.add_argument("--queue", default="cpu")
         schedule.add_argument("--cron", default=schedules.NIGHTLY,
                               help="minute hour day-of-month month day-of-week (UTC)")
         schedule.add_argument("--name", help="the schedule's name (default: spec on queue)")
 
+    @staticmethod
+    def add_source(parser):
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("spec", type=Path, nargs="?", help="a spec file")
+        source.add_argument("--config", metavar="NAME",
+                            help="a benchmark config of the admin's catalog, by name")
+
     def handle(self, *args, action, **options):
         return getattr(self, f"do_{action}")(**options)
 
-    def do_run(self, spec, queue, wait, samples, **options):
-        try:
-            text = spec.read_text()
-        except OSError as error:
-            raise CommandError(f"{spec}: {error.strerror}") from None
-        timing = {"samples": samples} if samples else {}
+    def do_run(self, spec, config, queue, wait, samples, **options):
         metadata = {key: options[key] for key in ("repo", "head_branch", "head_sha")}
         try:
-            job = submit_job(text, name=spec.name, queue=queue, via=Job.Via.COMMAND,
-                             timing=timing, **metadata)
+            if config:
+                if samples:
+                    raise CommandError("--samples: a config's timing is set in the admin")
+                job = run_config_named(config, queue=queue, via=Job.Via.COMMAND, **metadata)
+            else:
+                job = submit_job(self.read(spec), name=spec.name, queue=queue,
+                                 via=Job.Via.COMMAND,
+                                 timing={"samples": samples} if samples else {}, **metadata)
         except JobRefused as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"job {job.pk}: {job.cells_total} cells on queue {queue!r} "
@@ -79,12 +91,25 @@ class Command(BaseCommand):
         job = self._job(job)
         self.stdout.write(f"job {job.pk}: {tasks.cancel(job)} pending cells cancelled")
 
-    def do_schedule(self, spec, queue, cron, name, **options):
-        if not spec.is_file():
-            raise CommandError(f"{spec}: no such file")
+    @staticmethod
+    def read(spec: Path) -> str:
         try:
-            task, created = schedules.schedule(name or f"{spec.name} on {queue}", cron,
-                                               path=str(spec), queue=queue)
+            return spec.read_text()
+        except OSError as error:
+            raise CommandError(f"{spec}: {error.strerror}") from None
+
+    def do_schedule(self, spec, config, queue, cron, name, **options):
+        if config:
+            if not BenchmarkConfig.objects.filter(name=config).exists():
+                raise CommandError(f"--config {config!r}: no such benchmark config")
+            source, default_name = {"config": config}, f"config {config} on {queue}"
+        else:
+            if not spec.is_file():
+                raise CommandError(f"{spec}: no such file")
+            source, default_name = {"path": str(spec)}, f"{spec.name} on {queue}"
+        try:
+            task, created = schedules.schedule(name or default_name, cron, queue=queue,
+                                               **source)
         except ValueError as error:
             raise CommandError(f"--cron: {error}") from None
         self.stdout.write(f"{'created' if created else 'updated'} schedule {task.name!r}: "
