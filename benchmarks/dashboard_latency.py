@@ -75,6 +75,20 @@ def page_urls() -> dict[str, list[str]]:
     inductor = [sha for sha, _ in latest_shas("pytorch/pytorch", "TorchInductor", "main")]
     pages["compare"] += [url(f"/compare/{inductor[n]}...{inductor[0]}", repo="pytorch/pytorch")
                          for n in (1, 30)]
+    pages["compilers"] = [
+        url("/compilers/", **extra)
+        for extra in ({}, {"mode": "training"}, {"base": inductor[min(30, len(inductor) - 1)]})
+    ] + [url("/compilers/models/", backend="inductor", suite=suite)
+         for suite in ("huggingface", "torchbench")]
+    kernels = [sha for sha, _ in latest_shas("pytorch/pytorch", "fused kernels", "main")]
+    pages["kernels"] = [url("/kernels/", repo="pytorch/pytorch", **extra)
+                        for extra in ({}, {"sha": kernels[-1]}, {"dtype": "bfloat16"})]
+    counts = [sha for sha, _ in latest_shas("pytorch/pytorch", "instruction counts", "main")]
+    pages["instructions"] = [
+        url("/instructions/", repo="pytorch/pytorch", **extra)
+        for extra in ({}, {"base": counts[min(30, len(counts) - 1)]}, {"sort": "name"})
+    ]
+    pages["recipes"] = [url("/recipes/")]
     pages["regressions"] = [url("/regressions/"), url("/regressions/", state="open")]
     from benchsite.regressions.models import Regression
 

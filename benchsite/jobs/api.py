@@ -25,10 +25,14 @@ class JobCellSerializer(serializers.ModelSerializer):
 
 class JobSerializer(serializers.ModelSerializer):
     url = serializers.CharField(source="get_absolute_url", read_only=True)
+    config = serializers.SlugRelatedField(slug_field="name", read_only=True,
+                                          help_text="the benchmark config it ran, if any")
+    dashboard = serializers.CharField(source="dashboard_url", read_only=True)
 
     class Meta:
         model = Job
-        fields = ["id", "url", "name", "queue", "status", "submitted_via", "repo",
+        fields = ["id", "url", "name", "family", "config", "dashboard", "queue", "status",
+                  "submitted_via", "repo",
                   "head_branch", "head_sha", "timing", "cells_total", "cells_done",
                   "created_at", "started_at", "finished_at"]
 
@@ -68,7 +72,7 @@ class NewestFirst(CursorPagination):
 
 
 class JobList(generics.ListAPIView):
-    queryset = Job.objects.all()
+    queryset = Job.objects.select_related("config")
     serializer_class = JobSerializer
     permission_classes = [CanSubmitJobs]
     pagination_class = NewestFirst
@@ -96,7 +100,7 @@ class JobList(generics.ListAPIView):
 
 
 class JobDetail(generics.RetrieveAPIView):
-    queryset = Job.objects.prefetch_related("cells")
+    queryset = Job.objects.select_related("config").prefetch_related("cells")
     serializer_class = JobDetailSerializer
 
 

@@ -4,6 +4,7 @@ import json
 
 import pytest
 from celery import current_app
+from django.test import Client
 from django.utils.html import escape
 
 from benchsite.catalog.models import BenchmarkConfig, Recipe
@@ -100,6 +101,13 @@ def test_bench_runs_and_schedules_a_config_by_name(config, capsys):
     call_command("bench", "run", "--config", config.name, "--queue", "cpu", "--wait")
     job = Job.objects.get()
     assert (job.config, job.submitted_via, job.status) == (config, "command", "succeeded")
+    from benchsite.jobs.api import JobSerializer
+
+    shown = JobSerializer(job).data
+    assert (shown["family"], shown["config"]) == ("quantization", config.name)
+    assert shown["dashboard"].startswith("/quantization/?repo=pytorch%2Fao&branch=main&sha=")
+    page = Client().get(job.get_absolute_url()).content.decode()
+    assert f'/admin/catalog/benchmarkconfig/{config.pk}/change/">{config.name}</a>' in page
     call_command("bench", "schedule", "--config", config.name, "--queue", "cpu")
     assert f"created schedule 'config {config.name} on cpu'" in capsys.readouterr().out
     from django_celery_beat.models import PeriodicTask
