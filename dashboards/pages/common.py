@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable
 from urllib.parse import urlencode
 
-from django.db.models import Exists, OuterRef
+from django.db.models import CharField, Exists, Func, OuterRef
 
 from benchsite.results.direction import HIGHER
 from benchsite.results.models import Run, RunSummary, Series
@@ -66,3 +66,21 @@ def change_class(change: float | None, threshold: float, direction: str | None) 
 
 def page_url(path: str, **params) -> str:
     return f"{path}?{urlencode({k: v for k, v in params.items() if v not in (None, '')})}"
+
+
+class IsoUtc(Func):
+    """A timestamp as ISO 8601 text in UTC, "2026-11-21T03:00:00+00:00" (whole seconds, as
+    results store them), formatted by the database: parsing and formatting the thousands of
+    timestamps of a chart in Python costs more than the query."""
+
+    output_field = CharField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template=(
+            "to_char(%(expressions)s AT TIME ZONE 'UTC', "
+            "'YYYY-MM-DD\"T\"HH24:MI:SS\"+00:00\"')"), **extra)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection,
+                           template="strftime('%%%%Y-%%%%m-%%%%dT%%%%H:%%%%M:%%%%S+00:00', "
+                                    "%(expressions)s)", **extra)

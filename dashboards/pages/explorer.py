@@ -5,7 +5,7 @@ from __future__ import annotations
 from benchsite.results.direction import infer
 from benchsite.results.models import Result, Series
 from dashboards import charts
-from dashboards.pages.common import change_class, repos_and_benchmarks, series_options
+from dashboards.pages.common import IsoUtc, change_class, repos_and_benchmarks, series_options
 from dashboards.render import Page, Table
 from dashboards.state import State
 
@@ -37,8 +37,8 @@ def build(state: State) -> Page:
     results = (Result.objects.filter(series_id__in=points, timestamp__gte=start,
                                      timestamp__lt=end, run__head_branch=branch)
                .order_by("series_id", "timestamp")
-               .values_list("series_id", "timestamp", "value", "target", "run__head_sha",
-                            "run_id", "string_values"))
+               .values_list("series_id", IsoUtc("timestamp"), "value", "target",
+                            "run__head_sha", "run_id", "string_values"))
     for row in results:
         points[row[0]].append(row[1:])
 
@@ -64,7 +64,7 @@ def _charts(series, points, names) -> list[dict]:
         rows = points[item.pk]
         by_metric.setdefault(item.metric, []).append({
             "name": names[item.pk],
-            "x": [row[0].isoformat() for row in rows],
+            "x": [row[0] for row in rows],
             "y": [row[1] for row in rows],
             "text": [f"{row[3][:10]}" + (f" {row[5][0]}" if row[5] else "") for row in rows],
         })

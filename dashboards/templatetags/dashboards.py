@@ -1,6 +1,22 @@
+import orjson
 from django import template
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 register = template.Library()
+# As Django's json_script escapes: nothing in the JSON can end the script element.
+_SCRIPT_ESCAPES = (("&", "\\u0026"), ("<", "\\u003C"), (">", "\\u003E"))
+
+
+@register.filter
+def figure_script(value, element_id):
+    """`json_script` for big figures: orjson and str.replace are many times faster than
+    json.dumps and str.translate on a megabyte of points (NaN becomes null)."""
+    text = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    for char, escaped in _SCRIPT_ESCAPES:
+        text = text.replace(char, escaped)
+    return format_html('<script id="{}" type="application/json">{}</script>', element_id,
+                       mark_safe(text))
 
 
 @register.filter
