@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import defaultdict
 
-from django.core.cache import cache
+from cachetools import TTLCache
 from django.http import Http404
 
 from benchsite.regressions.compare import STATUSES, compare_commits
@@ -18,6 +19,10 @@ from dashboards.state import State
 
 CLASSES = {"regressed": "worse", "improved": "better"}
 CACHE_SECONDS = 600  # threshold changes in the admin show within this
+# This process's recent comparisons, kept as objects: Django's local-memory cache pickles,
+# and unpickling a whole-repo comparison took ~80 ms of each request.
+RECENT = TTLCache(maxsize=32, ttl=CACHE_SECONDS)
+RECENT_LOCK = threading.Lock()  # cachetools' caches are not thread-safe (runserver threads)
 TOP = 30
 
 
@@ -32,10 +37,12 @@ def build(state: State, base: str, head: str) -> Page:
     version = ":".join(f"{run.pk}-{run.result_count}" for sha in (base, head)
                        for run in runs[sha])
     key = "compare:" + hashlib.sha256(f"{repo}:{base}:{head}:{version}".encode()).hexdigest()
-    comparison = cache.get(key)
+    with RECENT_LOCK:
+        comparison = RECENT.get(key)
     if comparison is None:
         comparison = compare_commits(repo, base, head)
-        cache.set(key, comparison, CACHE_SECONDS)
+        with RECENT_LOCK:
+            RECENT[key] = comparison
     options = {name: sorted({getattr(row, name) for row in comparison.rows})
                for name in ("benchmark", "metric", "arch")}
     chosen = {name: state.choice(name, ["", *options[name]], default="") for name in options}
