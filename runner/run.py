@@ -16,14 +16,13 @@ from typing import Any, NoReturn
 
 from runner import families
 from runner.families import DEFAULT as QUANTIZATION
+from runner.outputs import finish
 from runner.quant.cells import Cell, TimingSettings
-from runner.quant.report import table, write_csv, write_json
-from runner.quant.results import FAILED, CellResult
+from runner.quant.report import table, write_csv
+from runner.quant.results import CellResult
 from runner.quant.spec import parse_spec
 from runner.specs import SpecError, read_spec
-from runner.upload import add_upload_options, missing_token, upload_from_cli
-
-INTERRUPTED_EXIT = 130
+from runner.upload import add_upload_options, missing_token
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -71,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     cells = spec.cells()
     if args.dry_run:
-        print(_listing(cells))
+        print(_listing([cell.key for cell in cells]))
         return 0
     if args.samples < 1 or args.threads < 1:
         print("error: --samples and --threads must be at least 1", file=sys.stderr)
@@ -94,29 +93,19 @@ def main(args: argparse.Namespace) -> int:
     context = RunContext.collect()
     records = [record for result in results for record in result.records(context)]
     print(table(results))
-    if args.output:
-        write_json(args.output, records)
-        print(f"{len(records)} records written to {args.output}")
     if args.csv:
         write_csv(args.csv, results)
         print(f"CSV written to {args.csv}")
-    counts = Counter(result.status for result in results)
-    print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no cells ran")
-    if interrupted:
-        print(f"interrupted: {len(results)} of {len(cells)} cells finished, outputs hold those; "
-              "nothing uploaded", file=sys.stderr)
-        return INTERRUPTED_EXIT
-    if args.upload and not upload_from_cli(records, args):
-        return 1
-    return 1 if counts[FAILED] else 0
+    stopped = (f"{len(results)} of {len(cells)} cells finished, outputs hold those; "
+               "nothing uploaded") if interrupted else ""
+    return finish(args, records, Counter(result.status for result in results), stopped)
 
 
 def _run_family(data: Any, args: argparse.Namespace) -> int:
     """A spec of another family: its cells run in order through runner.families."""
     family, planned = families.plan(data, str(args.spec))
     if args.dry_run:
-        print("\n".join([*(f"{i:5d}  {p.key}" for i, p in enumerate(planned, 1)),
-                         f"{len(planned)} cells"]))
+        print(_listing([cell.key for cell in planned]))
         return 0
     if args.csv:
         raise SpecError(str(args.spec), [f"--csv: only for quantization specs, not {family.NAME}"])
@@ -130,18 +119,12 @@ def _run_family(data: Any, args: argparse.Namespace) -> int:
         records += outcome.records
         why = f"  {outcome.error.strip().splitlines()[-1]}" if outcome.error else ""
         print(f"{number:5d}/{len(planned)}  {outcome.status:7s}  {cell.key}{why}", flush=True)
-    if args.output:
-        write_json(args.output, records)
-        print(f"{len(records)} records written to {args.output}")
-    print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no cells ran")
-    if args.upload and not upload_from_cli(records, args):
-        return 1
-    return 1 if counts[FAILED] else 0
+    return finish(args, records, counts)
 
 
-def _listing(cells: list[Cell]) -> str:
-    lines = [f"{i:5d}  {cell.key}" for i, cell in enumerate(cells, 1)]
-    return "\n".join([*lines, f"{len(cells)} cells"])
+def _listing(keys: list[str]) -> str:
+    lines = [f"{i:5d}  {key}" for i, key in enumerate(keys, 1)]
+    return "\n".join([*lines, f"{len(keys)} cells"])
 
 
 def interrupt(_signum: int, _frame: Any) -> NoReturn:

@@ -117,15 +117,13 @@ def normalize(body: bytes, metadata: dict[str, Any]) -> v3.Batch | None:
     results = batch.results
     known_series = SERIES_CACHE.items
     runs: dict[tuple, str] = {}
-    metas: dict[tuple, dict] = {}
     no_problems = v3._Problems("")
     for record in records:
         given = _run_fields(record)
         key = () if given == _NO_RUN_FIELDS else given
-        meta = metas.get(key)
-        if meta is None:
-            fields = dict(zip(_RUN_FIELDS, given, strict=True))
-            meta = metas[key] = normalizer.meta_for(key, fields, no_problems)
+        fields = {} if key in normalizer.meta_cache else dict(zip(_RUN_FIELDS, given,
+                                                                  strict=True))
+        meta = normalizer.meta_for(key, fields, no_problems)
         metric = record.metric
         metric_extra = metric.extra_info or {}
         string_values = None

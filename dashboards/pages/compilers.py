@@ -231,10 +231,10 @@ def build_models(state: State) -> Page:
     backend = state.choice("backend", options["backend"])
     suite = state.choice("suite", options["suite"])
     found: dict[str, dict[str, dict]] = defaultdict(lambda: defaultdict(dict))
-    rows = chosen.results(backend=backend, suite=suite).values_list(
-        "run__head_sha", "series__model", "series__metric", "value", "string_values")
-    for sha, model, metric, value, strings in rows:
-        found[model][metric][sha] = (strings or [None])[0] if metric == ACCURACY else value
+    measured_by = _per_model(chosen.results(backend=backend, suite=suite))
+    for (sha, _backend, _suite, model), measured in measured_by.items():
+        for metric, value in measured.items():
+            found[model][metric][sha] = value
     table = Table("models", ["model", "speedup", "accuracy", "compile time",
                              "compression ratio"], [])
     for model in sorted(found):

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from runner.experiments import family, records, results
 from runner.experiments.matrix import BACKENDS, DTYPES, EAGER, TESTS, Config
 from runner.experiments.spec import DEFAULTS, parse
+from runner.outputs import INTERRUPTED_EXIT, upload_and_status, write_json
 from runner.specs import SpecError
-from runner.upload import add_upload_options, missing_token, upload_from_cli
+from runner.upload import add_upload_options, missing_token
 
 if TYPE_CHECKING:
     from runner.environment import RunContext
 
-INTERRUPTED_EXIT = 130
 RECORDS = "records.json"
 
 
@@ -106,7 +106,6 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {error}; use --no-resume or another --output-dirname", file=sys.stderr)
         return 2
     from runner.environment import RunContext
-    from runner.quant.report import write_json
 
     context = RunContext.collect()
     baselines = {key: line for key, line in done.items()
@@ -121,9 +120,7 @@ def main(args: argparse.Namespace) -> int:
     if interrupted:
         print("interrupted: nothing uploaded; run again to resume", file=sys.stderr)
         return INTERRUPTED_EXIT
-    if args.upload and not upload_from_cli(found, args):
-        return 1
-    return 1 if failed else 0
+    return upload_and_status(found, args, failed=failed > 0)
 
 
 def _run(configs: list[Config], done: dict[str, dict[str, Any]], path: Path,

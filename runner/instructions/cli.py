@@ -17,10 +17,12 @@ from collections import Counter
 from pathlib import Path
 
 from runner import families
+from runner.families import FAILED
 from runner.instructions.callgrind import OK, Measurement, MeasureSettings, Pool
 from runner.instructions.spec import parse_spec
+from runner.outputs import INTERRUPTED_EXIT, upload_and_status, write_json
 from runner.specs import SpecError, read_spec
-from runner.upload import add_upload_options, missing_token, upload_from_cli
+from runner.upload import add_upload_options, missing_token
 
 FAMILY = "instructions"
 
@@ -56,7 +58,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from runner.run import INTERRUPTED_EXIT, interrupt
+    from runner.run import interrupt
 
     if missing_token(args):
         return 2
@@ -105,16 +107,13 @@ def main(args: argparse.Namespace) -> int:
 
     from runner.environment import RunContext
     from runner.instructions.records import measurement_records
-    from runner.quant.report import write_json
 
     context = RunContext.collect()
     records = [record for result in results for record in measurement_records(result, context)]
     if args.output:
         write_json(args.output, records)
         print(f"{len(records)} records written to {args.output}")
-    if args.upload and not upload_from_cli(records, args):
-        return 1
-    return 1 if done["failed"] else 0
+    return upload_and_status(records, args, failed=done[FAILED] > 0)
 
 
 def _spec_data(path: Path | None) -> dict:

@@ -19,13 +19,13 @@ from typing import Any
 from runner.kernels.backends import BACKENDS, COMPILE_MODES
 from runner.kernels.definitions import DIRECTIONS, DTYPES, KERNELS
 from runner.kernels.spec import DEFAULT_COMPILE_MODE, DEVICES, Cell, parse
+from runner.outputs import finish
 from runner.quant.cells import TimingSettings
 from runner.specs import SpecError
-from runner.upload import add_upload_options, missing_token, upload_from_cli
+from runner.upload import add_upload_options, missing_token
 
 DEFAULT_SHAPES = {"cuda": ["32768x1024", "32768x4096", "32768x16384"],
                   "cpu": ["1024x1024", "4096x1024"]}
-INTERRUPTED_EXIT = 130
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -99,20 +99,9 @@ def main(args: argparse.Namespace) -> int:
         interrupted = True
     records = [record for result in results for record in cell_records(result, context)]
     print(table(results))
-    if args.output:
-        from runner.quant.report import write_json
-
-        write_json(args.output, records)
-        print(f"{len(records)} records written to {args.output}")
-    counts = Counter(result.status for result in results)
-    print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no cells ran")
-    if interrupted:
-        print(f"interrupted: {len(results)} of {len(cells)} cells finished; nothing uploaded",
-              file=sys.stderr)
-        return INTERRUPTED_EXIT
-    if args.upload and not upload_from_cli(records, args):
-        return 1
-    return 1 if counts["failed"] else 0
+    stopped = f"{len(results)} of {len(cells)} cells finished; nothing uploaded" \
+        if interrupted else ""
+    return finish(args, records, Counter(result.status for result in results), stopped)
 
 
 def spec_of(args: argparse.Namespace) -> dict[str, Any]:

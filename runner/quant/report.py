@@ -1,14 +1,14 @@
-"""Writing results: the terminal table, torchao-style CSV and the JSON records file."""
+"""Writing results: the terminal table and torchao-style CSV."""
 
 from __future__ import annotations
 
 import csv
 import json
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from runner.outputs import write_atomically
 from runner.quant.results import OK, CellResult
 
 # torchao's CSV columns, in its order, then ours.
@@ -98,20 +98,7 @@ def write_csv(path: Path, results: Iterable[CellResult]) -> None:
         writer.writeheader()
         writer.writerows(csv_row(result) for result in results)
 
-    _write_atomically(path, write, newline="")
-
-
-def write_json(path: Path, records: list[dict[str, Any]]) -> None:
-    _write_atomically(path, lambda handle: json.dump(records, handle, indent=1, allow_nan=False))
-
-
-def _write_atomically(path: Path, write: Callable[[Any], None], newline: str | None = None) -> None:
-    """Write next to `path`, then rename: an interrupted write never leaves a broken file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    with partial.open("w", newline=newline) as handle:
-        write(handle)
-    os.replace(partial, path)
+    write_atomically(path, write, newline="")
 
 
 def _number(value: float | None, form: str) -> str:

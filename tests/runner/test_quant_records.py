@@ -8,7 +8,8 @@ from conftest import FAST, RUN_METADATA
 
 from benchsite.results.v3 import validate_records
 from runner.environment import RunContext
-from runner.quant.report import CSV_COLUMNS, table, write_csv, write_json
+from runner.outputs import write_json
+from runner.quant.report import CSV_COLUMNS, table, write_csv
 from runner.quant.results import CellResult, Timing
 
 pytestmark = pytest.mark.torch

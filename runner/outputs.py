@@ -1,0 +1,53 @@
+"""How the sub-commands that run cells end, for every family: the records file, the counts
+by status, the upload and the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runner.families import FAILED
+from runner.upload import upload_from_cli
+
+INTERRUPTED_EXIT = 130  # what a shell reports after Ctrl-C
+
+
+def write_atomically(path: Path, write: Callable[[Any], None], newline: str | None = None) -> None:
+    """Write next to `path`, then rename: an interrupted write never leaves a broken file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    with partial.open("w", newline=newline) as handle:
+        write(handle)
+    os.replace(partial, path)
+
+
+def write_json(path: Path, records: list[dict[str, Any]]) -> None:
+    write_atomically(path, lambda handle: json.dump(records, handle, indent=1, allow_nan=False))
+
+
+def finish(args: argparse.Namespace, records: list[dict[str, Any]], counts: Counter,
+           interrupted: str = "") -> int:
+    """Write the records (`-o`) and print the counts; then, unless `interrupted` says what
+    stopped, upload (`--upload`)."""
+    if args.output:
+        write_json(args.output, records)
+        print(f"{len(records)} records written to {args.output}")
+    print(", ".join(f"{count} {status}" for status, count in counts.items()) or "no cells ran")
+    if interrupted:
+        print(f"interrupted: {interrupted}", file=sys.stderr)
+        return INTERRUPTED_EXIT
+    return upload_and_status(records, args, failed=counts[FAILED] > 0)
+
+
+def upload_and_status(records: list[dict[str, Any]], args: argparse.Namespace,
+                      failed: bool) -> int:
+    """Upload when `--upload` is given; the exit status: 1 when it or a cell failed."""
+    if args.upload and not upload_from_cli(records, args):
+        return 1
+    return 1 if failed else 0
