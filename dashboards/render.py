@@ -3,8 +3,6 @@ its tables as CSV (`?format=csv&table=NAME`, default the first table)."""
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +11,8 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
+
+from benchsite import csvfile
 
 HTML_ROWS = 1000
 
@@ -96,11 +96,5 @@ def _csv(request, page: Page) -> HttpResponse:
         names = [table.name for table in page.tables]
         return HttpResponse(f"table {wanted!r}: not on this page; tables: {names}",
                             status=400, content_type="text/plain")
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(table.columns)
-    writer.writerows(["" if cell is None else cell for cell in row] for row in table.rows)
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
     slug = "".join(c if c.isalnum() else "-" for c in f"{page.title}-{table.name}").lower()
-    response["Content-Disposition"] = f'attachment; filename="{slug}.csv"'
-    return response
+    return csvfile.response(f"{slug}.csv", table.columns, table.rows)

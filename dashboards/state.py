@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
-from django.http import QueryDict
+from django.http import HttpRequest
+from django.urls import reverse
 
 RANGES = {"1d": 1, "3d": 3, "7d": 7, "14d": 14, "30d": 30, "90d": 90, "180d": 180,
           "365d": 365}
@@ -20,9 +21,18 @@ class BadParameter(ValueError):
 
 
 class State:
-    def __init__(self, query: QueryDict):
-        self.query = query
+    """The request's query parameters as a page reads them; `values` keeps what it read (the
+    resolved filters that links to variants of the page carry)."""
+
+    def __init__(self, request: HttpRequest):
+        self.request = request  # for what is not in the URL: the user, absolute URLs
+        self.query = request.GET
         self.values: dict[str, str] = {}
+
+    @property
+    def csv(self) -> bool:
+        """A CSV download: a paginated page's table then holds every row, not one page."""
+        return self.query.get("format") == "csv"
 
     def text(self, name: str, default: str = "") -> str:
         value = self.query.get(name, "").strip() or default
@@ -75,9 +85,11 @@ class State:
         key = self.choice("range", RANGES, default="30d")
         return datetime.now(UTC) - timedelta(days=RANGES[key]), datetime.now(UTC)
 
-    def url(self, path: str, **changes: str | None) -> str:
-        """This page's URL (or another path's) with some parameters changed or dropped."""
+    def url(self, route: str = "", **changes: str | None) -> str:
+        """This page's URL (or the page of another route name, with this page's filters) with
+        some parameters changed or dropped."""
         params = {**self.values, **changes}
+        path = reverse(route) if route else ""
         return f"{path}?{urlencode({k: v for k, v in params.items() if v not in (None, '')})}"
 
 

@@ -1,3 +1,7 @@
+"""The HTML pages' routes. The jobs, regressions and recipes pages keep the URL namespaces
+their models' get_absolute_url and the templates name ("jobs:detail", "regressions:list",
+"catalog:recipes"): benchsite.urls mounts each list under its prefix and namespace."""
+
 from django.urls import path, re_path
 
 from dashboards import views
@@ -15,4 +19,19 @@ urlpatterns = [
     re_path(r"^compare/(?P<base>[^/.]+)\.\.\.(?P<head>[^/.]+)/?$", views.compare_page,
             name="compare"),
     path("", views.home_page, name="home"),
+]
+
+jobs = [
+    path("", views.jobs_page, name="list"),
+    path("<int:pk>/", views.job_page, name="detail"),
+]
+
+regressions = [
+    path("", views.regressions_page, name="list"),
+    path("<int:pk>/", views.regression_page, name="detail"),
+    path("<int:pk>/triage", views.regression_triage, name="triage"),
+]
+
+recipes = [
+    path("", views.recipes_page, name="recipes"),
 ]

@@ -1,5 +1,11 @@
+"""Every HTML page is a builder, `build(state, **url_kwargs) -> Page`, served by `_page` as
+HTML, JSON (`?format=json`) or one of its tables as CSV (`?format=csv&table=NAME`); a bad
+parameter answers 400 naming it. Forms that change something (triage) are POST views that
+redirect back to their page."""
+
 from django.http import JsonResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_POST
 
 from dashboards.pages import (
     compare,
@@ -7,8 +13,11 @@ from dashboards.pages import (
     explorer,
     home,
     instructions,
+    jobs,
     kernels,
     quantization,
+    recipes,
+    regressions,
     runs,
     trends,
 )
@@ -18,7 +27,7 @@ from dashboards.state import BadParameter, State
 
 def _page(builder, template):
     def view(request, **kwargs):
-        state = State(request.GET)
+        state = State(request)
         try:
             page = builder(state, **kwargs)
         except BadParameter as error:
@@ -41,3 +50,9 @@ home_page = _page(home.build, "dashboards/home.html")
 compare_page = _page(compare.build, "dashboards/compare.html")
 compilers_page = _page(compilers.build, "dashboards/compilers.html")
 compiler_models_page = _page(compilers.build_models, "dashboards/compilers.html")
+recipes_page = _page(recipes.build, "dashboards/recipes.html")
+jobs_page = _page(jobs.build_list, "dashboards/jobs.html")
+job_page = _page(jobs.build_detail, "dashboards/job.html")
+regressions_page = _page(regressions.build_list, "dashboards/regressions.html")
+regression_page = _page(regressions.build_detail, "dashboards/regression.html")
+regression_triage = require_POST(regressions.triage)

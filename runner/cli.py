@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from runner import gate, run, upload
-from runner.experiments import cli as experiments
+from runner.compilers import cli as compilers
 from runner.instructions import cli as instructions
 from runner.kernels import cli as kernels
 
@@ -13,7 +13,7 @@ from runner.kernels import cli as kernels
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    experiments.add_parser(commands)
+    compilers.add_parser(commands)
     gate.add_parser(commands)
     instructions.add_parser(commands)
     kernels.add_parser(commands)

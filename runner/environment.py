@@ -30,7 +30,7 @@ class RunContext:
 
     @classmethod
     def collect(cls) -> RunContext:
-        import torch
+        import torch  # torch: the CLI imports this module for --dry-run too
 
         gpu: dict[str, Any] = {"gpu_info": None, "gpu_mem_gb": None, "avail_gpu_mem_gb": None,
                                "gpu_capability": None}

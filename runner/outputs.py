@@ -10,12 +10,23 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from runner.families import FAILED
+from runner.contract.status import FAILED
 from runner.upload import upload_from_cli
 
 INTERRUPTED_EXIT = 130  # what a shell reports after Ctrl-C
+
+
+def interrupt(_signum: int, _frame: Any) -> NoReturn:
+    """A SIGTERM handler: stop like Ctrl-C, so what finished is still written."""
+    raise KeyboardInterrupt
+
+
+def listing(keys: list[str]) -> str:
+    """The cells a dry run would run, numbered."""
+    lines = [f"{i:5d}  {key}" for i, key in enumerate(keys, 1)]
+    return "\n".join([*lines, f"{len(keys)} cells"])
 
 
 def write_atomically(path: Path, write: Callable[[Any], None], newline: str | None = None) -> None:

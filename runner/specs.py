@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+DEFAULT_FAMILY = "quantization"  # of a spec without `family:`: torchao's configs run unchanged
 
 
 class SpecError(ValueError):
@@ -20,6 +23,13 @@ class SpecError(ValueError):
             listed = "\n".join(f"  {p}" for p in problems)
             message = f"{source}: {len(problems)} problems:\n{listed}"
         super().__init__(message)
+
+
+def family_name(data: Any) -> str:
+    """The family a parsed spec names with its `family:` key (runner.families)."""
+    if isinstance(data, Mapping):
+        return data.get("family", DEFAULT_FAMILY)
+    return DEFAULT_FAMILY
 
 
 def read_spec(path: str | Path) -> Any:

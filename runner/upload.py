@@ -22,16 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-METADATA_FIELDS = (
-    "repo",
-    "head_branch",
-    "head_sha",
-    "workflow_id",
-    "run_attempt",
-    "job_id",
-    "name",
-    "timestamp",
-)
+from runner.contract.record import RUN_FIELDS
+
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
 
 
@@ -131,7 +123,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"), help="upload token "
         "(default: $BENCH_UPLOAD_TOKEN)"
     )
-    for field in METADATA_FIELDS:
+    for field in RUN_FIELDS:
         parser.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
     parser.add_argument("--retries", type=int, default=4)
     parser.set_defaults(func=run)
@@ -141,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.token:
         print("error: --token or $BENCH_UPLOAD_TOKEN is required", file=sys.stderr)
         return 2
-    given = {field: getattr(args, field) for field in METADATA_FIELDS}
+    given = {field: getattr(args, field) for field in RUN_FIELDS}
     metadata = {**ci_metadata(), **{k: v for k, v in given.items() if v}}
     failed = 0
     for path in args.files:
@@ -165,7 +157,7 @@ def add_upload_options(parser: argparse.ArgumentParser) -> None:
     sending.add_argument("--upload", metavar="URL", help="results server to upload records to")
     sending.add_argument("--token", default=os.environ.get("BENCH_UPLOAD_TOKEN"),
                          help="upload token (default: $BENCH_UPLOAD_TOKEN)")
-    for field in METADATA_FIELDS:
+    for field in RUN_FIELDS:
         sending.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
 
 
@@ -178,9 +170,9 @@ def missing_token(args: argparse.Namespace) -> bool:
 
 
 def upload_from_cli(records: list[dict], args: argparse.Namespace) -> bool:
-    """Upload for a sub-command with `--upload URL --token T` and the METADATA_FIELDS
+    """Upload for a sub-command with `--upload URL --token T` and the RUN_FIELDS
     options; prints the outcome, returns False when the upload failed."""
-    metadata = {field: getattr(args, field) for field in METADATA_FIELDS if getattr(args, field)}
+    metadata = {field: getattr(args, field) for field in RUN_FIELDS if getattr(args, field)}
     try:
         result = upload_records(records, args.upload, args.token, metadata)
     except UploadError as error:

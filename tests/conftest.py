@@ -1,6 +1,7 @@
 """Shared fixtures, and the rule that CI never skips into green.
 
-With CI=true, the run stops at once unless the real PostgreSQL and Redis answer.
+With CI=true, the run stops at once unless Redis answers and the database is named: the real
+PostgreSQL, which must answer, or an explicit SQLite file (scripts/test's second pass).
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ def pytest_sessionstart(session):
     database = os.environ.get("DATABASE_URL", "")
     broker = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
     problems = []
-    if not database.startswith(("postgres://", "postgresql://")):
-        problems.append(f"DATABASE_URL={database!r}: CI must test against PostgreSQL")
+    if database.startswith("sqlite:///"):
+        pass
+    elif not database.startswith(("postgres://", "postgresql://")):
+        problems.append(f"DATABASE_URL={database!r}: CI must name PostgreSQL or a SQLite file")
     elif not _reachable(database):
         problems.append(f"PostgreSQL at {database} is unreachable")
     if not _reachable(broker):

@@ -14,7 +14,10 @@ from django.shortcuts import render
 from benchsite.access.roles import VIEW_DASHBOARDS
 
 
-class LoginRequiredMiddleware:
+class SiteLoginMiddleware:
+    """Not Django 5.2's LoginRequiredMiddleware: off unless BENCH_LOGIN_REQUIRED, and the
+    dashboards also need the viewers role."""
+
     def __init__(self, get_response):
         self.get_response = get_response
 

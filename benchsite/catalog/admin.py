@@ -6,6 +6,8 @@ from __future__ import annotations
 import difflib
 import io
 import zipfile
+from dataclasses import asdict
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -15,14 +17,13 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from benchsite.catalog import versions
+from benchsite.catalog import schedules, versions
 from benchsite.catalog.configs import check_config
 from benchsite.catalog.forms import ConfigForm, ImportForm, RecipeForm, RunForm, ScheduleForm
 from benchsite.catalog.models import BenchmarkConfig, ConfigVersion, Recipe
-from benchsite.catalog.results import latest_results_url
+from benchsite.catalog.results import latest_commit
 from benchsite.catalog.run import run_config
 from benchsite.catalog.transfer import config_name, export_config, import_config
-from benchsite.jobs import schedules
 from benchsite.jobs.models import Job
 from benchsite.jobs.submit import JobRefused
 from runner.specs import SpecError
@@ -132,9 +133,10 @@ class BenchmarkConfigAdmin(admin.ModelAdmin):
 
     @admin.display(description="latest results")
     def latest_results(self, obj):
-        url = latest_results_url(obj)
-        if url is None:
+        commit = latest_commit(obj)
+        if commit is None:
             return "no results yet"
+        url = f"{reverse('dashboards:quantization')}?{urlencode(asdict(commit))}"
         return format_html('<a href="{}">on the quantization page</a>', url)
 
     @admin.display(description="jobs")

@@ -17,10 +17,11 @@ from django.conf import settings
 
 from benchsite.catalog.hardware import queue_hardware
 from benchsite.catalog.models import Recipe
+from benchsite.jobs.submit import Plan
 from runner import families
 from runner.quant import recipes
-from runner.quant.cells import Cell
-from runner.specs import SpecError, parse_yaml
+from runner.quant.cells import QuantCell
+from runner.specs import DEFAULT_FAMILY, SpecError, family_name, parse_yaml
 
 RECIPES_KEY = "quantization_config_recipe_names"
 EXAMPLES = 3  # cell keys shown per skip reason
@@ -28,17 +29,27 @@ EXAMPLES = 3  # cell keys shown per skip reason
 
 @dataclass
 class ConfigCheck:
-    spec_yaml: str  # what a job runs: the config's YAML, catalog recipes inlined
-    family: str
-    cell_keys: list[str]
+    plan: Plan  # what a job runs: the config's YAML, catalog recipes inlined, and its cells
     skipped: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # queue: reason: keys
     hardware: dict[str, str | None] = field(default_factory=dict)  # queue -> description
+
+    @property
+    def spec_yaml(self) -> str:
+        return self.plan.spec_yaml
+
+    @property
+    def family(self) -> str:
+        return self.plan.family.NAME
+
+    @property
+    def cell_keys(self) -> list[str]:
+        return [planned.key for planned in self.plan.cells]
 
     def lines(self) -> list[str]:
         """The check as sentences: cells, then what each queue would skip and why."""
         total = len(self.cell_keys)
         lines = [f"{total} cells ({self.family})."]
-        if self.family != families.DEFAULT:
+        if self.family != DEFAULT_FAMILY:
             return [*lines, "Skips are predicted for quantization specs only."]
         for queue, described in self.hardware.items():
             if described is None:
@@ -58,12 +69,12 @@ def check_config(text: str, source: str) -> ConfigCheck:
     """Validate a config's YAML against the catalog and the runner; SpecError lists every
     problem (bad YAML, unknown keys, unknown or disabled recipes, bad shapes...)."""
     data = parse_yaml(text, source)
-    family = families.family_name(data)
+    family = family_name(data)
     problems, inlined = [], False
-    if family == families.DEFAULT and isinstance(data, Mapping):
+    if family == DEFAULT_FAMILY and isinstance(data, Mapping):
         problems, inlined = _resolve_recipes(data)
     try:
-        _, planned = families.plan(data, source)
+        family_module, planned = families.plan(data, source)
     except SpecError as error:
         raise SpecError(source, problems + error.problems) from None
     if problems:
@@ -74,8 +85,8 @@ def check_config(text: str, source: str) -> ConfigCheck:
     if inlined:
         spec_yaml = (f"# {source}, with the recipe catalog's custom recipes inlined\n"
                      + yaml.safe_dump(data, sort_keys=False))
-    check = ConfigCheck(spec_yaml, family, [cell.key for cell in planned])
-    if family == families.DEFAULT:
+    check = ConfigCheck(Plan(spec_yaml, family_module, planned))
+    if family == DEFAULT_FAMILY:
         _predict_skips(check, [cell.cell for cell in planned])
     return check
 
@@ -101,7 +112,7 @@ def _resolve_recipes(data: Any) -> tuple[list[str], bool]:
         rows = _catalog_rows(name, catalog)
         disabled = next((row for row in rows if not row.enabled), None)
         if disabled is not None:
-            which = f"its family {disabled.form} is" if disabled.name != name else "it is"
+            which = f"its pattern {disabled.form} is" if disabled.name != name else "it is"
             problems.append(f"{RECIPES_KEY}[{index}]: recipe {name!r}: {which} disabled in "
                             "the recipe catalog (enable it in the admin, or remove it here)")
         if isinstance(item, str) and rows and rows[0].kind == Recipe.Kind.CUSTOM:
@@ -111,14 +122,14 @@ def _resolve_recipes(data: Any) -> tuple[list[str], bool]:
 
 
 def _catalog_rows(name: str, catalog: dict[str, Recipe]) -> list[Recipe]:
-    """The catalog rows that govern `name`: its own, then its built-in family's."""
+    """The catalog rows that govern `name`: its own, then its built-in pattern's."""
     rows = [catalog[name]] if name in catalog else []
     try:
-        family = recipes.family_of(name)
+        pattern = recipes.pattern_of(name)  # the registry key of the pattern `name` matches
     except recipes.UnknownRecipe:
         return rows
-    row = catalog.get(family)
-    if family != name and row is not None and row.kind == Recipe.Kind.FAMILY:
+    row = catalog.get(pattern)
+    if pattern != name and row is not None and row.kind == Recipe.Kind.PATTERN:
         rows.append(row)
     return rows
 
@@ -128,7 +139,7 @@ def _predict_skips(check: ConfigCheck, cells: list[dict[str, Any]]) -> None:
     check.hardware = {queue: hardware[queue].describe() if queue in hardware else None
                       for queue in settings.BENCH_QUEUES}
     for key, data in zip(check.cell_keys, cells, strict=True):
-        cell = Cell.from_dict(data)
+        cell = QuantCell.from_dict(data)
         requires = cell.recipe().requires
         for queue, machine in hardware.items():
             reason = machine.skip_reason(cell.device, requires)

@@ -7,8 +7,8 @@ from django.conf import settings
 
 from benchsite.catalog.configs import ConfigCheck, check_config, check_timing
 from benchsite.catalog.models import BenchmarkConfig, Recipe
+from benchsite.catalog.schedules import NIGHTLY
 from benchsite.catalog.validation import RecipeCheck, check_recipe
-from benchsite.jobs.schedules import NIGHTLY
 from runner.specs import SpecError
 
 DEVICE_CHOICES = [("cpu", "cpu"), ("cuda", "cuda")]

@@ -23,18 +23,18 @@ CONFIG_NAME_RULE = RegexValidator(r"^[A-Za-z0-9_.-]+$",
 class Recipe(models.Model):
     class Kind(models.TextChoices):
         BUILTIN = "builtin", "built-in"
-        FAMILY = "family", "built-in family (parameterised names)"
+        PATTERN = "pattern", "built-in pattern (parameterised names)"
         CUSTOM = "custom", "custom (torchao config class)"
 
     name = models.CharField(
         max_length=100, unique=True,
         help_text="how specs name it: a built-in name (int8wo, int4wo-64-hqq), a built-in "
-                  "family (int4wo: every int4wo-<group size> name) or a new name")
+                  "pattern (int4wo: every int4wo-<group size> name) or a new name")
     kind = models.CharField(max_length=10, choices=Kind.choices, editable=False,
                             help_text="decided on save from the name and config")
     enabled = models.BooleanField(
         default=True, help_text="a disabled recipe is refused by config validation and runs; "
-                                "disabling a family disables each of its names")
+                                "disabling a pattern disables each of its names")
     description = models.TextField(blank=True)
     config = models.CharField(
         max_length=255, blank=True,
@@ -69,15 +69,16 @@ class Recipe(models.Model):
 
     @property
     def form(self) -> str:
-        """How the recipe is written in specs: its name, or a family's pattern."""
-        if self.kind == self.Kind.FAMILY:
+        """How the recipe is written in specs: its name, or a pattern's form
+        (int4wo-<group size>)."""
+        if self.kind == self.Kind.PATTERN:
             return recipes.QUANTIZATION[self.name].form or self.name
         return self.name
 
     def requirements(self) -> recipes.Requirements:
         if self.kind == self.Kind.CUSTOM:
             return self.custom_recipe().requires
-        if self.kind == self.Kind.FAMILY:
+        if self.kind == self.Kind.PATTERN:
             return recipes.QUANTIZATION[self.name].requires
         return recipes.resolve(self.name).requires
 

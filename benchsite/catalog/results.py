@@ -1,5 +1,5 @@
-"""Stored results as the catalog shows them: each recipe's latest speedup per device, and a
-config's latest results on the quantization dashboard.
+"""Stored results as the catalog shows them: each recipe's latest speedup per device, and
+where a config's latest results are. Data only: the pages make links of it.
 
 Both read RunSummary (one row per run and slice, with the log-sum for geomeans), so they
 never scan results: a recipe's speedup on a device is the geomean over shapes of its latest
@@ -12,27 +12,37 @@ import math
 from dataclasses import dataclass
 
 from django.db.models import Max, Q
-from django.urls import reverse
 
 from benchsite.catalog.models import BenchmarkConfig
 from benchsite.results.models import RunSummary
-from dashboards.pages.common import page_url
-from dashboards.pages.quantization import BENCHMARK, SPEEDUP
+from runner.contract.names import QUANT_BENCHMARK, QuantMetric
 
 PREFERRED_MODE = "max-autotune"  # the quantization page's default compile mode
+JOBS_SEARCHED = 20  # a config's latest jobs looked at for results
+
+
+@dataclass(frozen=True)
+class Commit:
+    """Where results are: a commit of a repo, on a device (its arch)."""
+
+    repo: str
+    branch: str
+    sha: str
+    arch: str
 
 
 @dataclass(frozen=True)
 class Speedup:
     geomean: float
     shapes: int
+    at: Commit  # the run it comes from
     compile_mode: str
-    url: str  # the run on the quantization page
 
 
 def latest_speedups() -> dict[str, dict[str, Speedup]]:
     """recipe label -> device (its arch, else its type) -> the latest geomean speedup."""
-    latest = (RunSummary.objects.filter(benchmark=BENCHMARK, metric=SPEEDUP)
+    speedups_of = {"benchmark": QUANT_BENCHMARK, "metric": QuantMetric.SPEEDUP}
+    latest = (RunSummary.objects.filter(**speedups_of)
               .values("dtype", "device", "arch").annotate(at=Max("timestamp")).order_by())
     groups = Q()
     for row in latest:
@@ -41,8 +51,8 @@ def latest_speedups() -> dict[str, dict[str, Speedup]]:
     if not groups:
         return {}
     best: dict[tuple[str, str], RunSummary] = {}
-    summaries = (RunSummary.objects.filter(groups, benchmark=BENCHMARK, metric=SPEEDUP,
-                                           log_count__gt=0).select_related("run"))
+    summaries = (RunSummary.objects.filter(groups, **speedups_of, log_count__gt=0)
+                 .select_related("run"))
     for summary in summaries:
         key = (summary.dtype, summary.arch or summary.device)
         if key not in best or _preference(summary) > _preference(best[key]):
@@ -52,10 +62,8 @@ def latest_speedups() -> dict[str, dict[str, Speedup]]:
         run = summary.run
         speedups.setdefault(label, {})[device] = Speedup(
             geomean=math.exp(summary.log_sum / summary.log_count), shapes=summary.log_count,
-            compile_mode=summary.compile_mode,
-            url=page_url(reverse("dashboards:quantization"), repo=run.repo,
-                         branch=run.head_branch, sha=run.head_sha, arch=summary.arch,
-                         compile_mode=summary.compile_mode))
+            at=Commit(run.repo, run.head_branch, run.head_sha, summary.arch),
+            compile_mode=summary.compile_mode)
     return speedups
 
 
@@ -63,13 +71,13 @@ def _preference(summary: RunSummary) -> tuple[bool, int]:
     return summary.compile_mode == PREFERRED_MODE, summary.log_count
 
 
-def latest_results_url(config: BenchmarkConfig) -> str | None:
-    """The quantization page showing the results of the config's latest job that has any."""
-    for job in config.jobs.exclude(cells_done=0).order_by("-created_at")[:20]:
-        summary = (RunSummary.objects.filter(run__repo=job.repo, run__head_sha=job.head_sha,
-                                             run__workflow_id=job.pk, benchmark=BENCHMARK)
+def latest_commit(config: BenchmarkConfig) -> Commit | None:
+    """The commit and device of the config's latest job with results: the runs its cells'
+    uploads created."""
+    for job in config.jobs.exclude(cells_done=0).order_by("-created_at")[:JOBS_SEARCHED]:
+        summary = (RunSummary.objects.filter(run__upload__jobcell__job=job,
+                                             benchmark=QUANT_BENCHMARK)
                    .order_by("-timestamp").first())
         if summary is not None:
-            return page_url(reverse("dashboards:quantization"), repo=job.repo,
-                            branch=job.head_branch, sha=job.head_sha, arch=summary.arch)
+            return Commit(job.repo, job.head_branch, job.head_sha, summary.arch)
     return None

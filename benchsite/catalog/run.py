@@ -1,29 +1,45 @@
-"""Running a benchmark config: validated against the catalog as it is now, then submitted
-through the one job path (benchsite.jobs.submit.submit_job) with its self-contained spec."""
+"""Running a benchmark config or a spec file: a config is validated against the catalog as
+it is now and its plan handed to the one job path (benchsite.jobs.submit)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 from benchsite.catalog.configs import check_config
 from benchsite.catalog.models import BenchmarkConfig
 from benchsite.jobs.models import Job
-from benchsite.jobs.submit import JobRefused, submit_job
+from benchsite.jobs.submit import JobRefused, submit_job, submit_plan
 from runner.specs import SpecError
 
 
 def run_config(config: BenchmarkConfig, *, queue: str, via: str, user=None,
-               **metadata) -> Job:
+               **metadata: Any) -> Job:
     """Submit the config as a job on `queue`; JobRefused says why it cannot run."""
     try:
         checked = check_config(config.spec_yaml, config.name)
     except SpecError as error:
         raise JobRefused(str(error)) from None
-    return submit_job(checked.spec_yaml, name=config.name, queue=queue, via=via,
-                      timing=config.timing, user=user, config=config, **metadata)
+    return submit_plan(checked.plan, name=config.name, queue=queue, via=via,
+                       timing=config.timing, user=user, config=config, **metadata)
 
 
-def run_config_named(name: str, **options) -> Job:
+def submit_source(*, spec: Path | None = None, config: str = "",
+                  timing: dict[str, Any] | None = None, **options: Any) -> Job:
+    """Submit the spec file `spec`, or the benchmark config named `config` (which has its
+    own timing), with run_config's options; JobRefused says why not."""
+    if config:
+        if timing:
+            raise JobRefused(f"config {config!r}: its timing is set in the admin")
+        try:
+            found = BenchmarkConfig.objects.get(name=config)
+        except BenchmarkConfig.DoesNotExist:
+            raise JobRefused(f"benchmark config {config!r}: no such config") from None
+        return run_config(found, **options)
+    if spec is None:
+        raise JobRefused("give a spec file or the name of a benchmark config")
     try:
-        config = BenchmarkConfig.objects.get(name=name)
-    except BenchmarkConfig.DoesNotExist:
-        raise JobRefused(f"benchmark config {name!r}: no such config") from None
-    return run_config(config, **options)
+        text = spec.read_text()
+    except OSError as error:
+        raise JobRefused(f"{spec}: {error.strerror or error}") from None
+    return submit_job(text, name=spec.name, timing=timing, **options)

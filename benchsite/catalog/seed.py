@@ -1,5 +1,5 @@
 """Built-in recipes in the catalog: one row per entry of the runner's registry, so they are
-listed and can be disabled. Parameterised entries (int4wo) get a family row."""
+listed and can be disabled. Parameterised entries (int4wo) get a pattern row."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ def seed_builtins(recipe_model) -> list[str]:
     the Recipe class (or its historical version in a migration)."""
     added = []
     for name, entry in recipes.QUANTIZATION.items():
-        kind = "family" if entry.pattern else "builtin"
+        kind = "pattern" if entry.pattern else "builtin"
         _, created = recipe_model.objects.get_or_create(name=name, defaults={"kind": kind})
         if created:
             added.append(name)

@@ -42,7 +42,7 @@ def builtin_forms() -> str:
     return ", ".join(entry.form or key for key, entry in recipes.QUANTIZATION.items())
 
 
-def is_family(name: str) -> bool:
+def is_pattern(name: str) -> bool:
     """A QUANTIZATION key whose names are parameterised (the key itself is no recipe name)."""
     entry = recipes.QUANTIZATION.get(name)
     return entry is not None and entry.pattern is not None
@@ -57,8 +57,8 @@ def check_recipe(values: dict[str, Any]) -> RecipeCheck:
         check.kind = Recipe.Kind.CUSTOM
         _check_custom(values, check)
         return check
-    if is_family(name):
-        check.kind = Recipe.Kind.FAMILY
+    if is_pattern(name):
+        check.kind = Recipe.Kind.PATTERN
     else:
         try:
             recipes.check_quantization(name)
@@ -81,8 +81,8 @@ def check_recipe(values: dict[str, Any]) -> RecipeCheck:
 
 def _check_custom(values: dict[str, Any], check: RecipeCheck) -> None:
     name = values.get("name") or ""
-    if is_family(name):
-        check.add("name", f"{name!r} names the built-in family "
+    if is_pattern(name):
+        check.add("name", f"{name!r} names the built-in pattern "
                           f"{recipes.QUANTIZATION[name].form}; choose another name")
         return
     item = Recipe(name=name, config=values.get("config") or "",
@@ -111,7 +111,7 @@ def _check_custom(values: dict[str, Any], check: RecipeCheck) -> None:
         check.add("kwargs", f"{custom.config} does not accept these arguments: "
                             f"{_describe(error)}")
         return
-    import torchao
+    import torchao  # optional in the web process: found above
 
     check.checked_with = f"torchao {torchao.__version__}"
 

@@ -8,11 +8,13 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
+from benchsite.results.models import Run
+
 # Family -> (dashboard page, whether the page can be opened at one commit by `sha`).
 DASHBOARDS = {
     "quantization": ("dashboards:quantization", True),
     "kernels": ("dashboards:kernels", True),
-    "experiments": ("dashboards:compilers", False),
+    "compilers": ("dashboards:compilers", False),
     "instructions": ("dashboards:instructions", False),
 }
 
@@ -86,9 +88,16 @@ class Job(models.Model):
         return f"{reverse(name)}?{urlencode(query)}"
 
     def run_metadata(self) -> dict[str, object]:
-        """The v3 run fields of the results this job stores."""
+        """The v3 run fields of the results this job stores. A run names the job; the job is
+        found from a run through its upload (JobCell.upload), not through these fields."""
         return {"repo": self.repo, "head_branch": self.head_branch, "head_sha": self.head_sha,
-                "workflow_id": self.pk, "run_attempt": 1, "name": f"benchsite job {self.pk}"}
+                # The run's identity digests these fields: the job's id keeps two jobs of one
+                # name at one sha (a config re-run) in runs of their own.
+                "workflow_id": self.pk, "run_attempt": 1, "name": self.name}
+
+    def runs(self) -> models.QuerySet[Run]:
+        """The runs its cells' results created."""
+        return Run.objects.filter(upload__jobcell__job=self)
 
 
 class JobCell(models.Model):
@@ -105,7 +114,7 @@ class JobCell(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="cells")
     index = models.PositiveIntegerField()
     key = models.CharField(max_length=500, help_text="recipe / shape / model type / compile")
-    cell = models.JSONField(help_text="runner Cell.to_dict()")
+    cell = models.JSONField(help_text="the planned cell (runner.cells.Planned.cell)")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True, help_text="skip reason, or the failure's traceback")

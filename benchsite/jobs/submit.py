@@ -1,14 +1,18 @@
-"""Submitting a job: validate the spec, expand it into cells, queue one task per cell."""
+"""Submitting a job: a spec planned into cells once, then one task queued per cell."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from benchsite.jobs.models import Job, JobCell
+from benchsite.jobs.tasks import run_cell
 from runner import families
+from runner.cells import Planned
 from runner.specs import SpecError, parse_yaml
 
 
@@ -16,8 +20,31 @@ class JobRefused(ValueError):
     """The job cannot be submitted; the message says where and why."""
 
 
-def submit_job(
-    spec_yaml: str,
+@dataclass(frozen=True)
+class Plan:
+    """A spec ready to run: the text the job keeps, its family and its cells."""
+
+    spec_yaml: str
+    family: ModuleType  # a runner.families module
+    cells: list[Planned]
+
+
+def plan_spec(spec_yaml: str, name: str) -> Plan:
+    """Parse and plan a spec; JobRefused lists its problems."""
+    try:
+        family, cells = families.plan(parse_yaml(spec_yaml, name), name)
+    except SpecError as error:
+        raise JobRefused(str(error)) from None
+    return Plan(spec_yaml, family, cells)
+
+
+def submit_job(spec_yaml: str, *, name: str, **options: Any) -> Job:
+    """Plan the spec and submit it (submit_plan's options)."""
+    return submit_plan(plan_spec(spec_yaml, name), name=name, **options)
+
+
+def submit_plan(
+    plan: Plan,
     *,
     name: str,
     queue: str,
@@ -34,38 +61,32 @@ def submit_job(
     if queue not in settings.BENCH_QUEUES:
         raise JobRefused(f"queue {queue!r}: unknown; the queues are {settings.BENCH_QUEUES} "
                          "(setting BENCH_QUEUES)")
-    try:
-        family, cells = families.plan(parse_yaml(spec_yaml, name), name)
-    except SpecError as error:
-        raise JobRefused(str(error)) from None
     timing = timing or {}
     try:
-        family.check_settings(timing)
+        plan.family.check_settings(timing)
     except ValueError as error:
         raise JobRefused(f"timing: {error}") from None
-    if not cells:
+    if not plan.cells:
         raise JobRefused(f"{name}: the spec expands to no cells")
 
     with transaction.atomic():
         job = Job.objects.create(
-            name=name, family=family.NAME, spec_yaml=spec_yaml, queue=queue, submitted_via=via,
-            submitted_by=user, submitted_token=token, timing=timing, config=config,
-            repo=repo or settings.BENCH_JOB_REPO, head_branch=head_branch or "main",
-            head_sha=head_sha, cells_total=len(cells),
+            name=name, family=plan.family.NAME, spec_yaml=plan.spec_yaml, queue=queue,
+            submitted_via=via, submitted_by=user, submitted_token=token, timing=timing,
+            config=config, repo=repo or settings.BENCH_JOB_REPO,
+            head_branch=head_branch or "main", head_sha=head_sha, cells_total=len(plan.cells),
         )
         if not head_sha:
             job.head_sha = f"job-{job.pk}"
             job.save(update_fields=["head_sha"])
         JobCell.objects.bulk_create(
             JobCell(job=job, index=index, key=planned.key, cell=planned.cell)
-            for index, planned in enumerate(cells)
+            for index, planned in enumerate(plan.cells)
         )
         transaction.on_commit(lambda: enqueue(job))
     return job
 
 
 def enqueue(job: Job) -> None:
-    from benchsite.jobs.tasks import run_cell
-
     for cell_id in job.cells.values_list("id", flat=True):
         run_cell.apply_async(args=[cell_id], queue=job.queue)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import traceback
-from pathlib import Path
 
 import orjson
 from celery import shared_task
@@ -24,11 +23,14 @@ from django.utils import timezone
 from benchsite.jobs.models import Job, JobCell
 from benchsite.results.ingest import store_upload
 from benchsite.results.models import Upload
+from runner import families
+from runner.contract.status import FAILED, OK, SKIPPED
+from runner.environment import RunContext
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
-CELL_STATUS = {"ok": JobCell.Status.SUCCEEDED, "skipped": JobCell.Status.SKIPPED,
-               "failed": JobCell.Status.FAILED}  # by runner.families' outcome statuses
+CELL_STATUS = {OK: JobCell.Status.SUCCEEDED, SKIPPED: JobCell.Status.SKIPPED,
+               FAILED: JobCell.Status.FAILED}  # by the runner's outcome status
 # This worker process's family state (e.g. baseline timings) and machine, for its latest job.
 _job_state: dict[int, tuple] = {}
 
@@ -84,9 +86,6 @@ def claim(cell_id: int, worker: str) -> JobCell | None:
 
 def execute(cell: JobCell) -> None:
     """Run the cell with the runner and store its records through the upload path."""
-    from runner import families
-    from runner.environment import RunContext
-
     job = cell.job
     if job.pk not in _job_state:
         _job_state.clear()
@@ -145,22 +144,3 @@ def cancel(job: Job) -> int:
     job.refresh_from_db()
     return cancelled
 
-
-@shared_task
-def submit_spec(path: str = "", queue: str = "cpu", config: str = "", **metadata) -> int:
-    """For schedules (django-celery-beat): submit the spec file at `path`, or the benchmark
-    config named `config` (benchsite.catalog), as a job."""
-    from benchsite.jobs.submit import submit_job
-
-    if config:
-        from benchsite.catalog.run import run_config_named
-
-        return run_config_named(config, queue=queue, via=Job.Via.SCHEDULE, **metadata).pk
-    if not path:
-        raise ValueError("submit_spec: give the path of a spec file or the name of a config")
-    spec = Path(path)
-    if not spec.is_absolute():
-        spec = Path(settings.BASE_DIR) / spec
-    job = submit_job(spec.read_text(), name=spec.name, queue=queue, via=Job.Via.SCHEDULE,
-                     **metadata)
-    return job.pk

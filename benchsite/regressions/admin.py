@@ -12,6 +12,7 @@ from benchsite.regressions.models import (
     RegressionEvent,
     SilenceAlert,
 )
+from runner.contract.directions import direction
 
 
 class RegressionEventInline(admin.TabularInline):
@@ -44,10 +45,11 @@ class RegressionAdmin(admin.ModelAdmin):
     list_select_related = ["series"]
     search_fields = ["first_bad_sha", "last_good_sha", "series__model", "series__metric"]
     raw_id_fields = ["series", "last_good_run", "first_bad_run"]
-    readonly_fields = ["series", "detector", "kind", "direction", "last_good_run",
-                       "last_good_sha", "last_good_at", "first_bad_run", "first_bad_sha",
-                       "first_bad_at", "baseline", "value", "magnitude", "confidence",
-                       "points_after", "state", "notified_at", "created_at", "updated_at"]
+    readonly_fields = ["series", "detector", "kind", "direction", "direction_rule",
+                       "last_good_run", "last_good_sha", "last_good_at", "first_bad_run",
+                       "first_bad_sha", "first_bad_at", "baseline", "value", "magnitude",
+                       "confidence", "points_after", "state", "notified_at", "created_at",
+                       "updated_at"]
     fields = [*readonly_fields, "notes"]
     inlines = [RegressionEventInline]
     date_hierarchy = "first_bad_at"
@@ -60,8 +62,16 @@ class RegressionAdmin(admin.ModelAdmin):
 
 @admin.register(MetricDirection)
 class MetricDirectionAdmin(admin.ModelAdmin):
-    list_display = ["metric", "benchmark", "direction"]
+    list_display = ["metric", "benchmark", "direction", "without_override"]
     search_fields = ["metric", "benchmark"]
+    readonly_fields = ["without_override"]
+
+    @admin.display(description="without this override")
+    def without_override(self, obj):
+        if not obj.metric:
+            return "—"
+        found = direction(obj.metric, obj.benchmark)
+        return f"{found.better or 'unknown'} ({found.rule})"
 
 
 class MetricThresholdInline(admin.TabularInline):

@@ -19,9 +19,9 @@ from typing import NamedTuple
 from django.db.models.fields.json import KeyTextTransform
 from scipy.stats import mannwhitneyu
 
-from benchsite.regressions.detect import HIGHER
 from benchsite.regressions.models import DetectionSettings, MetricDirection
 from benchsite.results.models import Result
+from runner.contract.directions import HIGHER
 
 FILTERS = ("benchmark", "model", "backend", "mode", "dtype", "device", "arch", "metric")
 REGRESSED, IMPROVED, CHANGED, UNCHANGED = "regressed", "improved", "changed", "unchanged"

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from benchsite.regressions.detect import HIGHER, Detection, changepoint, hud_policy
+from benchsite.regressions.detect import Detection, changepoint, hud_policy
 from benchsite.regressions.history import History, recent
 from benchsite.regressions.models import (
     DetectionSettings,
@@ -26,6 +26,7 @@ from benchsite.regressions.models import (
     RegressionEvent,
 )
 from benchsite.results.models import Run, Series
+from runner.contract.directions import HIGHER
 
 # How many points apart two detections of one change may be placed.
 CHANGEPOINT_TOLERANCE = 3

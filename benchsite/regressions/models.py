@@ -11,9 +11,9 @@ from django.db import models, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from benchsite.regressions.detect import HIGHER, LOWER, changepoint, hud_policy
-from benchsite.results.direction import infer
-from benchsite.results.models import Run, Series
+from benchsite.regressions.detect import changepoint, hud_policy
+from benchsite.results.models import Result, Run, Series
+from runner.contract.directions import HIGHER, LOWER, Direction, direction
 
 DIRECTIONS = [(HIGHER, "higher is better"), (LOWER, "lower is better")]
 
@@ -94,6 +94,15 @@ class Regression(models.Model):
     def is_current(self) -> bool:
         return self.state in self.CURRENT
 
+    @property
+    def direction_rule(self) -> str:
+        """Why the series' metric is judged the way it is now: an override, the contract's
+        table, inference from its name and unit (that of the first bad point), or unknown."""
+        unit = (Result.objects.filter(series_id=self.series_id, run_id=self.first_bad_run_id)
+                .values_list("extra_info__unit", flat=True).first())
+        judged = MetricDirection.judge([self.series], {self.series_id: str(unit or "")})
+        return judged[self.series_id].rule
+
     def triage(self, state: str, user=None, note: str = "") -> bool:
         """Move to `state` (or, with the same state, just add the note) and record who and
         when; False if nothing was recorded: the same state and no note, or the state
@@ -132,7 +141,8 @@ class RegressionEvent(models.Model):
 
 
 class MetricDirection(models.Model):
-    """Which way is better for a metric, where the name and unit do not tell (or mislead)."""
+    """Which way is better for a metric, where the contract's table and inference from the
+    name and unit (runner.contract.directions) do not tell, or are wrong for this site."""
 
     metric = models.CharField(max_length=255, help_text="the metric name, exactly")
     benchmark = models.CharField(max_length=255, blank=True,
@@ -149,15 +159,21 @@ class MetricDirection(models.Model):
 
     @classmethod
     def resolve(cls, series: list[Series], units: dict[int, str]) -> dict[int, str | None]:
-        """Better direction per series id: an override for (metric, benchmark), else for the
-        metric, else inferred from the metric name and `units[series id]`."""
-        overrides = {(row.metric, row.benchmark): row.direction
+        """Better direction per series id (HIGHER, LOWER or None: unknown)."""
+        return {pk: judged.better for pk, judged in cls.judge(series, units).items()}
+
+    @classmethod
+    def judge(cls, series: list[Series], units: dict[int, str]) -> dict[int, Direction]:
+        """Direction and its rule per series id: an override for (metric, benchmark), else for
+        the metric, else the contract's, from its table or the name and `units[series id]`."""
+        overrides = {(row.metric, row.benchmark): row
                      for row in cls.objects.filter(metric__in={s.metric for s in series})}
-        return {
-            s.pk: overrides.get((s.metric, s.benchmark)) or overrides.get((s.metric, ""))
-            or infer(s.metric, units.get(s.pk) or "")
-            for s in series
-        }
+        judged = {}
+        for s in series:
+            row = overrides.get((s.metric, s.benchmark)) or overrides.get((s.metric, ""))
+            judged[s.pk] = (Direction(row.direction, f"override: {row}") if row is not None
+                            else direction(s.metric, s.benchmark, units.get(s.pk) or ""))
+        return judged
 
 
 # (metric pattern, tolerance): the first match applies. From the HUD: speedup 0.95x,

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from benchsite.results.ingest import UploadRefused, store_upload
 from benchsite.results.tokens import BearerTokenAuthentication, HasUploadToken
-from benchsite.results.v3 import RUN_FIELDS
+from runner.contract.record import RUN_FIELDS
 
 
 class PayloadTooLarge(Exception):

@@ -1,4 +1,4 @@
-"""Realistic benchmark histories: nightly torchao microbenchmarks, TorchInductor-style
+"""Realistic benchmark histories: nightly torchao microbenchmarks, PyTorch HUD-style
 compiler runs (speedup, accuracy, compile time, memory), LLM serving metrics and, for the
 last two weeks, fused-kernel layers (GB/s per backend, as runner.kernels writes them).
 
@@ -9,8 +9,8 @@ injected so the dashboards and detectors have something to find:
 - float8dq-row on H100 gets 20% slower for M = 1024 only, from night 75 on;
 - int4wo-128 on A100 gets 8% faster from night 40 on;
 - the A100 runner does not report on nights 20-22 (an outage);
-- TorchInductor (inductor backend, training) on huggingface models gets 8% less speedup
-  from night 70 on, and one model starts failing accuracy from night 80 on;
+- the compilers benchmark (inductor backend, training) on huggingface models gets 8% less
+  speedup from night 70 on, and one model starts failing accuracy from night 80 on;
 - the instruction count of one benchmark (INSTRUCTIONS_STEP) grows 3% on the third-last
   night (counts are otherwise the same at each commit, but for a 0.1% wobble).
 
@@ -30,6 +30,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from runner.contract.metrics import string_metric
+from runner.contract.names import (
+    COMPILERS_BENCHMARK,
+    INSTRUCTIONS_BENCHMARK,
+    INSTRUCTIONS_ORIGINS,
+    KERNELS_BENCHMARK,
+    KERNELS_MODEL_TYPE,
+    KERNELS_ORIGINS,
+    QUANT_BENCHMARK,
+    QUANT_MODEL_TYPE,
+    QUANT_ORIGINS,
+    CompilerMetric,
+    InstructionMetric,
+    KernelMetric,
+    QuantMetric,
+    quant_model_name,
+)
+from runner.contract.status import SKIPPED, status_metric
 from runner.instructions.builtin import BUILTIN as INSTRUCTION_DEFINITIONS
 from runner.instructions.definitions import expand as expand_instructions
 from runner.kernels.definitions import bytes_moved
@@ -166,16 +184,16 @@ def _quant_records(scale: Scale, device: Device, night: int, rng: random.Random)
                  * (1 + rng.gauss(0, device.noise)) * _quant_change(device, recipe, night, m))
         memory = (2 * (m * k + m * n) + 2 * k * n * weight) / 2**20
         common = {
-            "benchmark": {"name": "micro-benchmark api", "mode": "inference", "dtype": recipe,
+            "benchmark": {"name": QUANT_BENCHMARK, "mode": "inference", "dtype": recipe,
                           "extra_info": {"device": "cuda", "arch": device.arch,
                                          "torch_compile_mode": mode}},
-            "model": {"name": f"{recipe}-{m}-{k}-{n}", "type": "micro-benchmark custom layer",
-                      "origins": ["torchao"]},
+            "model": {"name": quant_model_name(recipe, f"{m}-{k}-{n}"), "type": QUANT_MODEL_TYPE,
+                      "origins": list(QUANT_ORIGINS)},
             **_environment(device),
         }
         for metric, value, unit in (
-            ("Fwd Speedup (x)", base / quant, "x"), ("Bfloat16 Fwd Time (ms)", base, "ms"),
-            ("Quantized Fwd Time (ms)", quant, "ms"), ("Allocated Memory (MB)", memory, "MB"),
+            (QuantMetric.SPEEDUP, base / quant, "x"), (QuantMetric.BASELINE_TIME, base, "ms"),
+            (QuantMetric.QUANTIZED_TIME, quant, "ms"), (QuantMetric.MEMORY, memory, "MB"),
         ):
             records.append({**common, "metric": _metric(metric, value, unit)})
     return records
@@ -216,7 +234,7 @@ def _compiler_records(scale: Scale, device: Device, night: int, rng: random.Rand
                    and night >= 80)
         speedup = 0.0 if failing else typical * (1 + rng.gauss(0, device.noise))
         common = {
-            "benchmark": {"name": "TorchInductor", "mode": mode, "dtype": "amp",
+            "benchmark": {"name": COMPILERS_BENCHMARK, "mode": mode, "dtype": "amp",
                           "extra_info": {"device": "cuda", "arch": device.arch}},
             "model": {"name": model, "type": "model", "backend": backend, "origins": [suite]},
             **_environment(device),
@@ -225,12 +243,10 @@ def _compiler_records(scale: Scale, device: Device, night: int, rng: random.Rand
         compile_s = 20 + 40 * _spread(model, 13) * (1 + rng.gauss(0, 0.05))
         compression = 0.9 + 0.4 * _spread(model, 7)
         records += [
-            {**common, "metric": _metric("speedup", speedup, "x")},
-            {**common, "metric": {"name": "accuracy", "benchmark_values": [],
-                                  "target_value": 0.0,
-                                  "extra_info": {"benchmark_values": [accuracy]}}},
-            {**common, "metric": _metric("compilation_latency", compile_s, "s")},
-            {**common, "metric": _metric("compression_ratio", compression, "x")},
+            {**common, "metric": _metric(CompilerMetric.SPEEDUP, speedup, "x")},
+            {**common, "metric": string_metric(CompilerMetric.ACCURACY, accuracy)},
+            {**common, "metric": _metric(CompilerMetric.COMPILE_TIME, compile_s, "s")},
+            {**common, "metric": _metric(CompilerMetric.COMPRESSION, compression, "x")},
         ]
     return records
 
@@ -270,20 +286,19 @@ def _kernel_records(scale: Scale, device: Device, night: int, rng: random.Random
         for backend, latency in latencies.items():
             mode = KERNEL_COMPILE_MODE if backend == "compiled" else "none"
             common = {
-                "benchmark": {"name": "fused kernels", "mode": direction, "dtype": "bfloat16",
+                "benchmark": {"name": KERNELS_BENCHMARK, "mode": direction, "dtype": "bfloat16",
                               "extra_info": {"device": "cuda", "arch": device.arch,
                                              "torch_compile_mode": mode, "shape": [m, n],
                                              "shape_name": f"{m}x{n}", "l2_flush": True}},
-                "model": {"name": kernel, "type": "fused kernel", "backend": backend,
-                          "origins": ["kernels"]},
+                "model": {"name": kernel, "type": KERNELS_MODEL_TYPE, "backend": backend,
+                          "origins": list(KERNELS_ORIGINS)},
                 **_environment(device),
             }
-            metrics = [_metric("latency", latency, "ms"),
-                       _metric("memory_bandwidth", moved / latency / 1e6, "GB/s")]
+            metrics = [_metric(KernelMetric.LATENCY, latency, "ms"),
+                       _metric(KernelMetric.BANDWIDTH, moved / latency / 1e6, "GB/s")]
             if backend != "eager":
-                metrics += [_metric("speedup", latencies["eager"] / latency, "x"),
-                            {"name": "accuracy", "benchmark_values": [], "target_value": 0.0,
-                             "extra_info": {"benchmark_values": ["pass"]}}]
+                metrics += [_metric(KernelMetric.SPEEDUP, latencies["eager"] / latency, "x"),
+                            string_metric(KernelMetric.ACCURACY, "pass")]
             records += [{**common, "metric": metric} for metric in metrics]
     return records
 
@@ -299,22 +314,20 @@ def _instruction_records(scale: Scale, device: Device, night: int, rng: random.R
     for benchmark in expand_instructions(INSTRUCTION_DEFINITIONS, threads=(1,)):
         key, definition = benchmark.key, benchmark.definition
         common = {
-            "benchmark": {"name": "instruction counts",
+            "benchmark": {"name": INSTRUCTIONS_BENCHMARK,
                           "mode": "training" if benchmark.autograd == "forward_backward"
                           else "inference",
                           "extra_info": {"runtime": benchmark.runtime,
                                          "autograd": benchmark.autograd, "threads": 1}},
             "model": {"name": definition.name, "type": definition.kind,
-                      "backend": benchmark.runtime, "origins": ["pytorch"]},
+                      "backend": benchmark.runtime, "origins": list(INSTRUCTIONS_ORIGINS)},
             "runners": [{"name": "cpu", "type": device.arch, "cpu_info": device.arch,
                          "cpu_count": 16, "gpu_count": 0}],
             "dependencies": {"torch": {"version": "2.13.0"}},
         }
         reason = benchmark.cannot_run()
         if reason:
-            records.append({**common, "metric": {
-                "name": "status", "benchmark_values": [], "target_value": 0.0,
-                "extra_info": {"benchmark_values": ["skipped"], "reason": reason}}})
+            records.append({**common, "metric": status_metric(SKIPPED, reason)})
             continue
         count = (6000 + 30000 * _spread(definition.name, 101)) * (
             (20 if definition.model else 1) * (1.6 if benchmark.runtime == "torchscript" else 1)
@@ -326,10 +339,10 @@ def _instruction_records(scale: Scale, device: Device, night: int, rng: random.R
                   for r in range(3)]
         wall_us = count / 3000 * (1 + rng.gauss(0, device.noise))
         records += [
-            {**common, "metric": {"name": "instruction_count", "benchmark_values": counts,
+            {**common, "metric": {"name": InstructionMetric.COUNT, "benchmark_values": counts,
                                   "target_value": 0.0,
                                   "extra_info": {"unit": "count", "per": "call", "number": 100}}},
-            {**common, "metric": _metric("wall_time", wall_us, "us")},
+            {**common, "metric": _metric(InstructionMetric.WALL_TIME, wall_us, "us")},
         ]
     return records
 

@@ -12,6 +12,8 @@ from django.db import models
 class FloatListField(models.Field):
     description = "A list of floats (NaN and infinities allowed)"
 
+    # The one column whose type differs by database (PostgreSQL has arrays, SQLite does not),
+    # so its adaptation does too; ingestion's other differences live in ingest.store.
     def db_type(self, connection):
         return "double precision[]" if connection.vendor == "postgresql" else "text"
 

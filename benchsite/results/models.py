@@ -11,6 +11,7 @@ import fnmatch
 import gzip
 import hashlib
 import secrets
+from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import models
@@ -80,6 +81,12 @@ class Upload(models.Model):
         return gzip.decompress(self.payload_gzip)
 
 
+class RunQuerySet(models.QuerySet):
+    def of_commit(self, repo: str, sha: str) -> RunQuerySet:
+        """The runs of one commit of `repo`."""
+        return self.filter(repo=repo, head_sha=sha)
+
+
 class Run(models.Model):
     """A CI job (or worker job) on one runner: where and on what a set of results came from."""
 
@@ -99,6 +106,8 @@ class Run(models.Model):
     extra = models.JSONField(default=dict, blank=True)
     upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="runs")
     result_count = models.PositiveIntegerField(default=0)
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         indexes = [
@@ -151,6 +160,22 @@ class Series(models.Model):
         return " / ".join(part for part in parts if part)
 
 
+class ResultQuerySet(models.QuerySet):
+    def of_commits(self, repo: str, shas: Iterable[str]) -> ResultQuerySet:
+        """The results of some commits of `repo` (any branch; the (repo, head_sha) index)."""
+        return self.filter(run__repo=repo, run__head_sha__in=list(shas))
+
+    def of_commit(self, repo: str, sha: str) -> ResultQuerySet:
+        return self.of_commits(repo, [sha])
+
+    def in_slice(self, **series: str | Iterable[str]) -> ResultQuerySet:
+        """The results whose series match: `in_slice(benchmark=B, arch=A, metric=[M1, M2])`
+        (a list, tuple or set of values matches any of them)."""
+        return self.filter(**{
+            f"series__{name}__in" if isinstance(value, list | tuple | set | frozenset)
+            else f"series__{name}": value for name, value in series.items()})
+
+
 class Result(models.Model):
     """One record: every repetition, the aggregate charts use, target and string values.
 
@@ -172,6 +197,8 @@ class Result(models.Model):
     string_values = models.JSONField(null=True, blank=True)
     extra_info = models.JSONField(null=True, blank=True, help_text="metric.extra_info")
     unknown = models.JSONField(null=True, blank=True, help_text="fields the v3 format lacks")
+
+    objects = ResultQuerySet.as_manager()
 
     class Meta:
         indexes = [

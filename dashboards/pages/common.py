@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from urllib.parse import urlencode
 
 from django.db.models import CharField, Exists, Func, OuterRef
+from django.urls import reverse
 
-from benchsite.results.direction import HIGHER
 from benchsite.results.models import Run, RunSummary, Series
+from runner.contract.directions import HIGHER
 
 
 def geomean(values: Iterable[float | None]) -> float | None:
@@ -64,8 +65,20 @@ def change_class(change: float | None, threshold: float, direction: str | None) 
     return "better" if better > threshold else "worse" if better < -threshold else ""
 
 
-def page_url(path: str, **params) -> str:
-    return f"{path}?{urlencode({k: v for k, v in params.items() if v not in (None, '')})}"
+def page_url(route: str, *args, **params) -> str:
+    """A page's URL with query parameters, the empty ones left out. `route` is a route name
+    ("dashboards:explorer", `args` filling its path) or a path reverse() gave (a table's
+    thousand links reverse their route once)."""
+    path = route if route.startswith("/") else reverse(route, args=args)
+    query = urlencode({k: v for k, v in params.items() if v not in (None, "")})
+    return f"{path}?{query}"
+
+
+def compare_url(repo: str, base: str, head: str, **params) -> str:
+    """The comparison page of two commits; "" when they are the same or one is unknown."""
+    if not base or not head or base == head:
+        return ""
+    return page_url("dashboards:compare", base, head, repo=repo, **params)
 
 
 class IsoUtc(Func):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections import defaultdict
 
-from cachetools import TTLCache
 from django.http import Http404
+from django.urls import reverse
 
-from benchsite.regressions.compare import STATUSES, compare_commits
+from benchsite.caching import ProcessCache
+from benchsite.regressions.compare import IMPROVED, REGRESSED, STATUSES, compare_commits
 from benchsite.results.models import Run
 from dashboards import charts
 from dashboards.pages.common import geomean, page_url, repos_and_benchmarks
@@ -17,19 +17,18 @@ from dashboards.pages.runs import links
 from dashboards.render import HTML_ROWS, Page, Table
 from dashboards.state import State
 
-CLASSES = {"regressed": "worse", "improved": "better"}
+CLASSES = {REGRESSED: "worse", IMPROVED: "better"}
 CACHE_SECONDS = 600  # threshold changes in the admin show within this
 # This process's recent comparisons, kept as objects: Django's local-memory cache pickles,
 # and unpickling a whole-repo comparison took ~80 ms of each request.
-RECENT = TTLCache(maxsize=32, ttl=CACHE_SECONDS)
-RECENT_LOCK = threading.Lock()  # cachetools' caches are not thread-safe (runserver threads)
+RECENT = ProcessCache(maxsize=32, ttl=CACHE_SECONDS)
 TOP = 30
 
 
 def build(state: State, base: str, head: str) -> Page:
     repos, _ = repos_and_benchmarks()
     repo = state.choice("repo", repos, default="pytorch/ao")
-    runs = {sha: list(Run.objects.filter(repo=repo, head_sha=sha).order_by("timestamp"))
+    runs = {sha: list(Run.objects.of_commit(repo, sha).order_by("timestamp"))
             for sha in (base, head)}
     if not runs[base] and not runs[head]:
         raise Http404(f"no runs of {repo} at {base} or {head}")
@@ -37,12 +36,7 @@ def build(state: State, base: str, head: str) -> Page:
     version = ":".join(f"{run.pk}-{run.result_count}" for sha in (base, head)
                        for run in runs[sha])
     key = "compare:" + hashlib.sha256(f"{repo}:{base}:{head}:{version}".encode()).hexdigest()
-    with RECENT_LOCK:
-        comparison = RECENT.get(key)
-    if comparison is None:
-        comparison = compare_commits(repo, base, head)
-        with RECENT_LOCK:
-            RECENT[key] = comparison
+    comparison = RECENT.get_or_compute(key, lambda: compare_commits(repo, base, head))
     options = {name: sorted({getattr(row, name) for row in comparison.rows})
                for name in ("benchmark", "metric", "arch")}
     chosen = {name: state.choice(name, ["", *options[name]], default="") for name in options}
@@ -81,15 +75,16 @@ def _groups(state, rows, repo, base, head) -> Table:
                            *counts.values()])
         drill = {"repo": repo, "benchmark": benchmark, "metric": metric}
         table.links.append({
-            5 + offset: page_url(f"/compare/{base}...{head}", **drill, status=status)
+            5 + offset: page_url("dashboards:compare", base, head, **drill, status=status)
             for offset, status in enumerate(STATUSES) if counts[status]
-        } | {0: page_url(f"/compare/{base}...{head}", **drill)})
-        table.classes.append({5: "worse" if counts["regressed"] else "",
-                              6: "better" if counts["improved"] else ""})
+        } | {0: page_url("dashboards:compare", base, head, **drill)})
+        table.classes.append({5: "worse" if counts[REGRESSED] else "",
+                              6: "better" if counts[IMPROVED] else ""})
     return table
 
 
 def _details(rows, repo, base, head) -> Table:
+    explorer = reverse("dashboards:explorer")
     table = Table("series", ["benchmark", "model", "backend", "mode", "dtype", "device",
                              "metric", "base", "head", "change %", "p-value", "status"], [])
     for number, row in enumerate(rows):
@@ -98,9 +93,9 @@ def _details(rows, repo, base, head) -> Table:
                            None if row.change is None else round(100 * row.change, 2),
                            row.p_value, row.status.replace("_", " ")])
         if number < HTML_ROWS:  # links and colours only for the rows the page shows
-            table.links.append({1: page_url("/explorer/", repo=repo, benchmark=row.benchmark,
-                                            model=row.model, metric=row.metric,
-                                            arch=row.arch, range="90d")})
+            table.links.append({1: page_url(explorer, repo=repo,
+                                            benchmark=row.benchmark, model=row.model,
+                                            metric=row.metric, arch=row.arch, range="90d")})
             table.classes.append({9: CLASSES.get(row.status, ""),
                                   11: CLASSES.get(row.status, "")})
     return table
@@ -109,8 +104,8 @@ def _details(rows, repo, base, head) -> Table:
 def _top_changes(rows) -> dict:
     changed = sorted((r for r in rows if r.change is not None),
                      key=lambda r: -abs(r.change))[:TOP]
-    colours = [charts.RED if r.status == "regressed" else charts.GREEN
-               if r.status == "improved" else charts.GREY for r in changed]
+    colours = [charts.RED if r.status == REGRESSED else charts.GREEN
+               if r.status == IMPROVED else charts.GREY for r in changed]
     labels = [charts.esc(f"{r.model} · {r.metric} · {r.arch or r.device}") for r in changed]
     figure = {"data": [{"type": "bar", "orientation": "h", "y": labels,
                         "x": [round(100 * r.change, 2) for r in changed],

@@ -4,9 +4,9 @@ compression ratio - each "base → new" for two commits (default: the latest two
 per-model table for one backend and suite (`/compilers/models/`).
 
 As on the HUD, a model passes when its accuracy is pass-like (the HUD's list, see
-benchsite.results.summaries) and its speedup is not 0; passrate counts the models with an
-accuracy result, and the geomean speedup is over the models that did not fail (every model
-where none was verified). Both pages read only the two commits' results of the chosen slice
+benchsite.results.ingest.summaries) and its speedup is not 0; passrate counts the models
+with an accuracy result, and the geomean speedup is over the models that did not fail (every
+model where none was verified). Both pages read only the two commits' results of the chosen slice
 (one row per model and metric), whatever the size of the database.
 """
 
@@ -16,11 +16,11 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from benchsite.results.direction import HIGHER, LOWER
+from benchsite.results.ingest.summaries import PASS_VALUES
 from benchsite.results.models import Result
-from benchsite.results.summaries import PASS_VALUES
 from dashboards.pages.common import (
     change_class,
+    compare_url,
     latest_shas,
     page_url,
     series_options,
@@ -28,14 +28,17 @@ from dashboards.pages.common import (
 )
 from dashboards.render import Page, Table
 from dashboards.state import State
+from runner.contract.directions import HIGHER, direction
+from runner.contract.names import COMPILERS_BENCHMARK, CompilerMetric
 
-BENCHMARK = "TorchInductor"
-ACCURACY, SPEEDUP = "accuracy", "speedup"
-COMPILE, MEMORY = "compilation_latency", "compression_ratio"
+ACCURACY, SPEEDUP = CompilerMetric.ACCURACY, CompilerMetric.SPEEDUP
+COMPILE, MEMORY = CompilerMetric.COMPILE_TIME, CompilerMetric.COMPRESSION
 METRICS = (ACCURACY, SPEEDUP, COMPILE, MEMORY)
 TITLES = {ACCURACY: "passrate", SPEEDUP: "geomean speedup", COMPILE: "mean compile time",
           MEMORY: "memory compression ratio"}
-DIRECTIONS = {ACCURACY: HIGHER, SPEEDUP: HIGHER, COMPILE: LOWER, MEMORY: HIGHER}
+# A passrate is judged higher-is-better; the others as the contract's table says.
+DIRECTIONS = {ACCURACY: HIGHER, **{metric: direction(metric, COMPILERS_BENCHMARK).better
+                                   for metric in (SPEEDUP, COMPILE, MEMORY)}}
 
 
 @dataclass(frozen=True)
@@ -52,11 +55,9 @@ class Scope:
 
     def results(self, **series):
         """The two commits' results of the chosen slice and metrics."""
-        return Result.objects.filter(
-            run__repo=self.repo, run__head_sha__in={self.base, self.new},
-            series__benchmark=self.benchmark, series__mode=self.mode, series__arch=self.arch,
-            series__dtype=self.dtype, series__metric__in=METRICS,
-            **{f"series__{name}": value for name, value in series.items()})
+        return Result.objects.of_commits(self.repo, {self.base, self.new}).in_slice(
+            benchmark=self.benchmark, mode=self.mode, arch=self.arch, dtype=self.dtype,
+            metric=METRICS, **series)
 
     def threshold_of(self, metric: str) -> float:
         return self.memory_threshold if metric == MEMORY else self.threshold
@@ -67,7 +68,7 @@ def scope(state: State) -> tuple[Scope, dict]:
     repos = series_options(("repo",), metric=SPEEDUP)["repo"]
     repo = state.choice("repo", repos, default="pytorch/pytorch")
     benchmarks = series_options(("benchmark",), repo=repo, metric=SPEEDUP)["benchmark"]
-    benchmark = state.choice("benchmark", benchmarks, default=BENCHMARK)
+    benchmark = state.choice("benchmark", benchmarks, default=COMPILERS_BENCHMARK)
     branch = state.text("branch", "main")
     shas = latest_shas(repo, benchmark, branch)
     names = [sha for sha, _ in shas] or [""]
@@ -110,7 +111,12 @@ def build(state: State) -> Page:
     tables = [_matrix(state, chosen, metric, backends, suites, summary) for metric in METRICS]
     tables.append(_values(chosen, summary))
     return Page(title="Compilers", filters=_filters(chosen, state), tables=tables,
-                context={**choices, "missing": not summary})
+                context={**choices, "missing": not summary,
+                         "compare_url": _compare_url(chosen)})
+
+
+def _compare_url(chosen: Scope) -> str:
+    return compare_url(chosen.repo, chosen.base, chosen.new, benchmark=chosen.benchmark)
 
 
 def _per_model(results) -> dict[tuple[str, str, str, str], dict]:
@@ -204,7 +210,8 @@ def _matrix(state, chosen, metric, backends, suites, summary) -> Table:
                 continue
             text, classes[column] = base_to_new(chosen, metric, values)
             row.append(text)
-            links[column] = state.url("/compilers/models/", backend=backend, suite=suite)
+            links[column] = state.url("dashboards:compiler-models", backend=backend,
+                                      suite=suite)
         table.rows.append(row)
         table.classes.append(classes)
         table.links.append(links)
@@ -244,7 +251,7 @@ def build_models(state: State) -> Page:
             row.append(text)
         table.rows.append(row)
         table.classes.append(classes)
-        table.links.append({0: page_url("/explorer/", repo=chosen.repo,
+        table.links.append({0: page_url("dashboards:explorer", repo=chosen.repo,
                                         benchmark=chosen.benchmark, model=model,
                                         backend=backend, mode=chosen.mode, arch=chosen.arch,
                                         range="90d")})
@@ -252,7 +259,9 @@ def build_models(state: State) -> Page:
                 filters={**_filters(chosen, state), "backend": backend, "suite": suite},
                 tables=[table],
                 context={**choices, "missing": not found, "models": True,
-                         "summary_url": state.url("/compilers/", backend=None, suite=None)})
+                         "compare_url": _compare_url(chosen),
+                         "summary_url": state.url("dashboards:compilers", backend=None,
+                                                  suite=None)})
 
 
 def _model_cell(chosen: Scope, metric: str, values: dict) -> tuple[str, str]:

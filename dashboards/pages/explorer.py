@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from benchsite.results.direction import infer
+from django.urls import reverse
+
 from benchsite.results.models import Result, Series
 from dashboards import charts
 from dashboards.pages.common import IsoUtc, change_class, repos_and_benchmarks, series_options
 from dashboards.render import Page, Table
 from dashboards.state import State
+from runner.contract.directions import direction
 
 MAX_SERIES = 40
 FILTERS = ("metric", "backend", "mode", "dtype", "suite", "device", "arch", "compile_mode")
@@ -51,7 +53,7 @@ def build(state: State) -> Page:
         filters={"repo": repo, "benchmark": benchmark, "model": model, "branch": branch,
                  "start": start.isoformat(), "end": end.isoformat(), **chosen,
                  "series": total, "shown": len(series)},
-        tables=[_summary(series, points, names, threshold)],
+        tables=[_summary(series, points, names, threshold, benchmark)],
         figures=_charts(series, points, names),
         context={"options": options, "chosen": chosen, "total": total,
                  "shown": len(series), "repos": repos, "benchmarks": benchmarks},
@@ -71,7 +73,7 @@ def _charts(series, points, names) -> list[dict]:
     return [charts.lines(metric, lines, metric) for metric, lines in by_metric.items()]
 
 
-def _summary(series, points, names, threshold) -> Table:
+def _summary(series, points, names, threshold, benchmark) -> Table:
     table = Table("series", ["series", "metric", "latest", "previous", "change %", "target",
                              "% of target", "points", "latest commit"], [])
     for item in series:
@@ -89,7 +91,8 @@ def _summary(series, points, names, threshold) -> Table:
             round(100 * value / target, 1) if value is not None and target else None,
             len(rows), latest[3][:10] if latest else None,
         ])
-        table.classes.append({4: change_class(change, threshold, infer(item.metric))})
-        table.links.append({8: f"/runs/{latest[4]}/"} if latest else {})
+        better = direction(item.metric, benchmark).better
+        table.classes.append({4: change_class(change, threshold, better)})
+        table.links.append({8: reverse("dashboards:run", args=[latest[4]])} if latest else {})
     return table
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
+
 from benchsite.results.models import Run, RunSummary
 from dashboards.pages.common import page_url
-from dashboards.pages.quantization import BENCHMARK as QUANTIZATION
 from dashboards.render import Page, Table
 from dashboards.state import State
+from runner.contract.names import QUANT_BENCHMARK
 
 LATEST = 40
 
@@ -25,9 +27,8 @@ def build(state: State) -> Page:
                            run.head_branch, run.head_sha[:10], run.name, run.arch or run.device,
                            ", ".join(names), run.result_count])
         first = names[0] if names else ""
-        page = ("/quantization/" if first == QUANTIZATION else "/trends/")
-        table.links.append({0: f"/runs/{run.pk}/",
-                            7: page_url(page, repo=run.repo, **(
-                                {"sha": run.head_sha, "arch": run.arch}
-                                if first == QUANTIZATION else {"benchmark": first}))})
+        trend = (page_url("dashboards:quantization", repo=run.repo, sha=run.head_sha,
+                          arch=run.arch) if first == QUANT_BENCHMARK
+                 else page_url("dashboards:trends", repo=run.repo, benchmark=first))
+        table.links.append({0: reverse("dashboards:run", args=[run.pk]), 7: trend})
     return Page(title="Benchmarks", filters={}, tables=[table])

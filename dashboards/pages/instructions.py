@@ -8,14 +8,23 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from benchsite.regressions.models import DetectionSettings
-from benchsite.results.direction import infer
 from benchsite.results.models import Result
 from dashboards import charts
-from dashboards.pages.common import change_class, latest_shas, series_options, summary_choices
+from dashboards.pages.common import (
+    change_class,
+    compare_url,
+    latest_shas,
+    series_options,
+    summary_choices,
+)
 from dashboards.render import Page, Table
 from dashboards.state import State
+from runner.contract.directions import direction
+from runner.contract.names import INSTRUCTIONS_BENCHMARK, InstructionMetric
+from runner.contract.status import STATUS_METRIC
 from runner.instructions.definitions import benchmark_key
-from runner.instructions.records import BENCHMARK_NAME, COUNT_METRIC, STATUS_METRIC, WALL_METRIC
+
+COUNT_METRIC, WALL_METRIC = InstructionMetric.COUNT, InstructionMetric.WALL_TIME
 
 SORTS = {  # URL value -> label
     "change": "largest change",
@@ -23,7 +32,7 @@ SORTS = {  # URL value -> label
     "decrease": "most instructions removed",
     "name": "name",
 }
-DIRECTION = infer(COUNT_METRIC, "count")  # lower is better
+DIRECTION = direction(COUNT_METRIC, INSTRUCTIONS_BENCHMARK).better  # lower is better
 COLUMNS = ["benchmark", "runtime", "autograd", "threads", "base", "head", "change %",
            "head wall us", "status"]
 CHANGE_COLUMN = COLUMNS.index("change %")
@@ -52,9 +61,9 @@ class Row:
 def rows_of(repo: str, arch: str, shas: set[str]) -> list[Row]:
     """One row per expanded benchmark measured at any of `shas`, with one query; a commit's
     latest run wins."""
-    results = (Result.objects.filter(
-        run__repo=repo, run__head_sha__in=shas, series__benchmark=BENCHMARK_NAME,
-        series__arch=arch, series__metric__in=[COUNT_METRIC, WALL_METRIC, STATUS_METRIC])
+    results = (Result.objects.of_commits(repo, shas).in_slice(
+        benchmark=INSTRUCTIONS_BENCHMARK, arch=arch,
+        metric=[COUNT_METRIC, WALL_METRIC, STATUS_METRIC])
         .order_by("run__timestamp", "id")
         .values_list("run__head_sha", "series_id", "series__model", "series__extra_info",
                      "series__metric", "value", "string_values"))
@@ -89,16 +98,16 @@ def _sorted(rows: list[Row], sort: str, base: str, head: str) -> list[Row]:
 
 
 def build(state: State) -> Page:
-    repos = series_options(("repo",), benchmark=BENCHMARK_NAME)["repo"]
+    repos = series_options(("repo",), benchmark=INSTRUCTIONS_BENCHMARK)["repo"]
     repo = state.choice("repo", repos, default="pytorch/pytorch")
     branch = state.text("branch", "main")
-    shas = latest_shas(repo, BENCHMARK_NAME, branch)
+    shas = latest_shas(repo, INSTRUCTIONS_BENCHMARK, branch)
     names = [sha for sha, _ in shas] or [""]
     head = state.choice("head", names)
     base = state.choice("base", names, default=names[1] if len(names) > 1 else head)
-    archs = summary_choices("arch", repo=repo, benchmark=BENCHMARK_NAME, run__head_sha=head)
+    archs = summary_choices("arch", repo=repo, benchmark=INSTRUCTIONS_BENCHMARK, run__head_sha=head)
     arch = state.choice("arch", archs or [""])
-    default = DetectionSettings.load().tolerance(COUNT_METRIC, BENCHMARK_NAME)
+    default = DetectionSettings.load().tolerance(COUNT_METRIC, INSTRUCTIONS_BENCHMARK)
     threshold = state.number("threshold", 100 * default, 0, 100) / 100
     sort = state.choice("sort", SORTS, default="change")
 
@@ -114,7 +123,7 @@ def build(state: State) -> Page:
                            _whole(row.counts.get(base)), _whole(row.counts.get(head)),
                            None if change is None else round(100 * change, 3),
                            row.wall_us.get(head), row.status.get(head, "")])
-        table.links.append({0: state.url("/instructions/", benchmark=row.key)})
+        table.links.append({0: state.url("dashboards:instructions", benchmark=row.key)})
         table.classes.append({CHANGE_COLUMN: css})
     changes = {"more": classes["worse"], "fewer": classes["better"],
                "missing": classes["missing"]}
@@ -128,7 +137,9 @@ def build(state: State) -> Page:
                  "changes": changes},
         tables=[table], figures=figures,
         context={"repos": repos, "shas": shas, "archs": archs, "sorts": SORTS,
-                 "changes": changes, "rows": len(rows)},
+                 "changes": changes, "rows": len(rows),
+                 "compare_url": compare_url(repo, base, head,
+                                            benchmark=INSTRUCTIONS_BENCHMARK)},
     )
 
 

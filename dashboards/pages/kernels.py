@@ -11,16 +11,18 @@ from dashboards import charts
 from dashboards.pages.common import geomean, latest_shas, series_options, summary_choices
 from dashboards.render import Page, Table
 from dashboards.state import State
+from runner.contract.names import KERNEL_DIRECTIONS, KERNELS_BENCHMARK, KernelMetric
+from runner.contract.status import OK, STATUS_METRIC
 
-BENCHMARK = "fused kernels"  # runner.kernels.records.BENCHMARK_NAME
-METRICS = ("latency", "memory_bandwidth", "speedup", "accuracy", "status")
-DIRECTIONS = ("forward", "backward")
+METRICS = (*KernelMetric, STATUS_METRIC)
 ALL = "all"
 Key = tuple[str, str, tuple[int, int], str]  # kernel, direction, (M, N), backend label
 
 
 @dataclass
-class Cell:
+class KernelCell:
+    """One kernel, direction, shape and backend at one commit."""
+
     values: dict[str, float | None] = field(default_factory=dict)
     accuracy: str = ""
     status: str = ""  # "skipped" / "failed" from status records
@@ -38,24 +40,24 @@ def _shape(extra_info: dict) -> tuple[int, int] | None:
     return None
 
 
-def cells_of(repo: str, sha: str, arch: str, dtype: str) -> dict[Key, Cell]:
+def cells_of(repo: str, sha: str, arch: str, dtype: str) -> dict[Key, KernelCell]:
     """Every cell of one commit, with one query; a later run of a series wins."""
-    rows = Result.objects.filter(
-        run__repo=repo, run__head_sha=sha, series__benchmark=BENCHMARK, series__arch=arch,
-        series__dtype=dtype, series__metric__in=METRICS,
+    rows = Result.objects.of_commit(repo, sha).in_slice(
+        benchmark=KERNELS_BENCHMARK, arch=arch, dtype=dtype, metric=METRICS,
     ).order_by("timestamp", "id").values_list(
         "series__model", "series__mode", "series__backend", "series__compile_mode",
         "series__extra_info", "series__metric", "value", "string_values")
-    cells: dict[Key, Cell] = {}
+    cells: dict[Key, KernelCell] = {}
     for kernel, direction, backend, mode, extra, metric, value, strings in rows:
         shape = _shape(extra)
         if shape is None:
             continue  # not the runner's records: no (M, N) to place them
-        cell = cells.setdefault((kernel, direction, shape, backend_label(backend, mode)), Cell())
+        key = (kernel, direction, shape, backend_label(backend, mode))
+        cell = cells.setdefault(key, KernelCell())
         first = (strings or [""])[0]
-        if metric == "accuracy":
+        if metric == KernelMetric.ACCURACY:
             cell.accuracy = first
-        elif metric == "status":
+        elif metric == STATUS_METRIC:
             cell.status = first
         else:
             cell.values[metric] = value
@@ -63,12 +65,12 @@ def cells_of(repo: str, sha: str, arch: str, dtype: str) -> dict[Key, Cell]:
 
 
 def build(state: State) -> Page:
-    repos = series_options(("repo",), benchmark=BENCHMARK)["repo"]
+    repos = series_options(("repo",), benchmark=KERNELS_BENCHMARK)["repo"]
     repo = state.choice("repo", repos, default="pytorch/pytorch")
     branch = state.text("branch", "main")
-    shas = latest_shas(repo, BENCHMARK, branch)
+    shas = latest_shas(repo, KERNELS_BENCHMARK, branch)
     sha = state.choice("sha", [s for s, _ in shas] or [""], default=shas[0][0] if shas else "")
-    scope = {"repo": repo, "benchmark": BENCHMARK, "run__head_sha": sha}
+    scope = {"repo": repo, "benchmark": KERNELS_BENCHMARK, "run__head_sha": sha}
     archs = summary_choices("arch", **scope)
     arch = state.choice("arch", archs or [""])
     dtypes = summary_choices("dtype", **scope, arch=arch)
@@ -85,19 +87,19 @@ def build(state: State) -> Page:
     )
 
 
-def _order(cells: dict[Key, Cell]) -> tuple[list[str], list[tuple[int, int]], list[str]]:
+def _order(cells: dict[Key, KernelCell]) -> tuple[list[str], list[tuple[int, int]], list[str]]:
     kernels = sorted({key[0] for key in cells})
     shapes = sorted({key[2] for key in cells}, key=lambda s: (s[0] * s[1], s))
     backends = sorted({key[3] for key in cells}, key=lambda b: (b != "eager", b))
     return kernels, shapes, backends
 
 
-def _bandwidth_charts(cells: dict[Key, Cell], arch: str) -> list[dict]:
+def _bandwidth_charts(cells: dict[Key, KernelCell], arch: str) -> list[dict]:
     kernels, shapes, backends = _order(cells)
     labels = [f"{m}x{n}" for m, n in shapes]
     figures = []
     for kernel in kernels:
-        for direction in DIRECTIONS:
+        for direction in KERNEL_DIRECTIONS:
             series = []
             for backend in backends:
                 found = [cells.get((kernel, direction, shape, backend)) for shape in shapes]
@@ -105,7 +107,7 @@ def _bandwidth_charts(cells: dict[Key, Cell], arch: str) -> list[dict]:
                     continue
                 series.append({
                     "name": backend, "x": labels,
-                    "y": [cell.values.get("memory_bandwidth") if cell else None
+                    "y": [cell.values.get(KernelMetric.BANDWIDTH) if cell else None
                           for cell in found],
                     "text": [_state(cell) for cell in found],
                 })
@@ -119,11 +121,11 @@ def _bandwidth_charts(cells: dict[Key, Cell], arch: str) -> list[dict]:
     return figures
 
 
-def _state(cell: Cell | None) -> str:
+def _state(cell: KernelCell | None) -> str:
     if cell is None:
         return "missing"
-    speedup = cell.values.get("speedup")
-    shown = [cell.status or "ok"]
+    speedup = cell.values.get(KernelMetric.SPEEDUP)
+    shown = [cell.status or OK]
     if speedup is not None:
         shown.append(f"{speedup:.2f}x eager")
     if cell.accuracy:
@@ -131,19 +133,19 @@ def _state(cell: Cell | None) -> str:
     return ", ".join(shown)
 
 
-def _geomeans(cells: dict[Key, Cell]) -> Table:
+def _geomeans(cells: dict[Key, KernelCell]) -> Table:
     """Per backend (eager is the reference) and direction, then over both directions."""
     _, _, backends = _order(cells)
     speedups: dict[tuple[str, str], list[float | None]] = defaultdict(list)
     for (_, direction, _, backend), cell in cells.items():
         for group in (direction, ALL):
-            speedups[backend, group].append(cell.values.get("speedup"))
+            speedups[backend, group].append(cell.values.get(KernelMetric.SPEEDUP))
     table = Table("geomean", ["backend", "direction", "geomean speedup over eager", "points"],
                   [])
     for backend in backends:
         if backend == "eager":
             continue
-        for direction in (*DIRECTIONS, ALL):
+        for direction in (*KERNEL_DIRECTIONS, ALL):
             found = speedups.get((backend, direction))
             if found:
                 points = [value for value in found if value is not None]
@@ -152,12 +154,12 @@ def _geomeans(cells: dict[Key, Cell]) -> Table:
     return table
 
 
-def _cells_table(cells: dict[Key, Cell]) -> Table:
+def _cells_table(cells: dict[Key, KernelCell]) -> Table:
     kernels, shapes, backends = _order(cells)
     table = Table("cells", ["kernel", "direction", "shape (M x N)", "backend", "latency ms",
                             "GB/s", "speedup", "accuracy", "status"], [])
     for kernel in kernels:
-        for direction in DIRECTIONS:
+        for direction in KERNEL_DIRECTIONS:
             for shape in shapes:
                 for backend in backends:
                     cell = cells.get((kernel, direction, shape, backend))
@@ -166,6 +168,7 @@ def _cells_table(cells: dict[Key, Cell]) -> Table:
                     values = cell.values
                     table.rows.append([
                         kernel, direction, f"{shape[0]}x{shape[1]}", backend,
-                        values.get("latency"), values.get("memory_bandwidth"),
-                        values.get("speedup"), cell.accuracy or None, cell.status or "ok"])
+                        values.get(KernelMetric.LATENCY), values.get(KernelMetric.BANDWIDTH),
+                        values.get(KernelMetric.SPEEDUP), cell.accuracy or None,
+                        cell.status or OK])
     return table

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from benchsite.results.direction import HIGHER
+from django.urls import reverse
+
 from benchsite.results.models import Result
 from dashboards import charts
 from dashboards.pages.common import (
     change_class,
+    compare_url,
     geomean,
     latest_shas,
     page_url,
@@ -18,36 +20,40 @@ from dashboards.pages.common import (
 )
 from dashboards.render import Page, Table
 from dashboards.state import State
+from runner.contract.directions import HIGHER
+from runner.contract.names import QUANT_BENCHMARK, QuantMetric, quant_model_name, quant_shape
+from runner.contract.status import OK, STATUS_METRIC
 
-BENCHMARK = "micro-benchmark api"
-SPEEDUP = "Fwd Speedup (x)"
+SPEEDUP = QuantMetric.SPEEDUP
 COLUMNS = {  # metric -> column title, in table order
-    "Bfloat16 Fwd Time (ms)": "bf16 ms",
-    "Quantized Fwd Time (ms)": "quantized ms",
+    QuantMetric.BASELINE_TIME: "bf16 ms",
+    QuantMetric.QUANTIZED_TIME: "quantized ms",
     SPEEDUP: "speedup",
-    "SQNR (dB)": "SQNR dB",
-    "Allocated Memory (MB)": "memory MB",
+    QuantMetric.SQNR: "SQNR dB",
+    QuantMetric.MEMORY: "memory MB",
 }
 
 
 @dataclass
-class Cell:
+class QuantCell:
+    """One recipe and shape at one commit: its metrics, or why it did not run."""
+
     values: dict[str, float | None] = field(default_factory=dict)
     status: str = ""  # "skipped" / "failed" from the runner's status records
 
 
-def cells_of(repo: str, sha: str, arch: str, compile_mode: str) -> dict[tuple[str, str], Cell]:
-    """(recipe, shape) -> Cell for one commit, with one query."""
-    rows = Result.objects.filter(
-        run__repo=repo, run__head_sha=sha, series__benchmark=BENCHMARK, series__arch=arch,
-        series__compile_mode=compile_mode, series__metric__in=[*COLUMNS, "status"],
+def cells_of(repo: str, sha: str, arch: str,
+             compile_mode: str) -> dict[tuple[str, str], QuantCell]:
+    """(recipe, shape) -> QuantCell for one commit, with one query."""
+    rows = Result.objects.of_commit(repo, sha).in_slice(
+        benchmark=QUANT_BENCHMARK, arch=arch, compile_mode=compile_mode,
+        metric=[*COLUMNS, STATUS_METRIC],
     ).values_list("series__dtype", "series__model", "series__metric", "value",
                   "string_values")
-    cells: dict[tuple[str, str], Cell] = {}
+    cells: dict[tuple[str, str], QuantCell] = {}
     for recipe, model, metric, value, strings in rows:
-        shape = model.removeprefix(f"{recipe}-")
-        cell = cells.setdefault((recipe, shape), Cell())
-        if metric == "status":
+        cell = cells.setdefault((recipe, quant_shape(model, recipe)), QuantCell())
+        if metric == STATUS_METRIC:
             cell.status = (strings or [""])[0]
         else:
             cell.values[metric] = value
@@ -60,14 +66,14 @@ def _shape_key(shape: str) -> tuple:
 
 
 def build(state: State) -> Page:
-    repos = series_options(("repo",), benchmark=BENCHMARK)["repo"]
+    repos = series_options(("repo",), benchmark=QUANT_BENCHMARK)["repo"]
     repo = state.choice("repo", repos, default="pytorch/ao")
     branch = state.text("branch", "main")
-    shas = latest_shas(repo, BENCHMARK, branch)
+    shas = latest_shas(repo, QUANT_BENCHMARK, branch)
     sha = state.choice("sha", [s for s, _ in shas] or [""], default=shas[0][0] if shas else "")
-    archs = summary_choices("arch", repo=repo, benchmark=BENCHMARK, run__head_sha=sha)
+    archs = summary_choices("arch", repo=repo, benchmark=QUANT_BENCHMARK, run__head_sha=sha)
     arch = state.choice("arch", archs or [""])
-    modes = summary_choices("compile_mode", repo=repo, benchmark=BENCHMARK,
+    modes = summary_choices("compile_mode", repo=repo, benchmark=QUANT_BENCHMARK,
                             run__head_sha=sha, arch=arch)
     compile_mode = state.choice("compile_mode", modes or [""], default="max-autotune")
     base = state.choice("base", ["", *(s for s, _ in shas)], default="")
@@ -92,17 +98,17 @@ def build(state: State) -> Page:
                 _cells_table(state, recipes, shapes, new, old, base, threshold)],
         figures=figures,
         context={"state": state, "shas": shas, "archs": archs, "modes": modes,
-                 "repos": repos,
-                 "missing": not new},
+                 "repos": repos, "missing": not new,
+                 "compare_url": compare_url(repo, base, sha, benchmark=QUANT_BENCHMARK)},
     )
     return page
 
 
-def _speedup(cell: Cell | None) -> float | None:
+def _speedup(cell: QuantCell | None) -> float | None:
     return cell.values.get(SPEEDUP) if cell else None
 
 
-def _label(cell: Cell | None) -> str:
+def _label(cell: QuantCell | None) -> str:
     if cell is None:
         return "—"
     if cell.status:
@@ -164,6 +170,7 @@ def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
     if base:
         columns += ["base speedup", "speedup change %"]
     table = Table("cells", columns, [])
+    explorer = reverse("dashboards:explorer")
     for recipe in recipes:
         for shape in shapes:
             cell, before = new.get((recipe, shape)), old.get((recipe, shape))
@@ -171,7 +178,7 @@ def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
                 continue
             values = cell.values if cell else {}
             row = [recipe, shape, *(values.get(metric) for metric in COLUMNS),
-                   (cell.status or "ok") if cell else "missing"]
+                   (cell.status or OK) if cell else "missing"]
             classes = {}
             if base:
                 change = _change(_speedup(cell), _speedup(before))
@@ -180,8 +187,8 @@ def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
             table.rows.append(row)
             table.classes.append(classes)
             table.links.append({1: page_url(
-                "/explorer/", repo=state.values["repo"], benchmark=BENCHMARK,
-                model=f"{recipe}-{shape}", arch=state.values["arch"],
+                explorer, repo=state.values["repo"], benchmark=QUANT_BENCHMARK,
+                model=quant_model_name(recipe, shape), arch=state.values["arch"],
                 compile_mode=state.values["compile_mode"], range="90d")})
     return table
 

@@ -5,45 +5,55 @@ from __future__ import annotations
 import re
 
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 
+from benchsite.jobs.models import JobCell
 from benchsite.results.models import Result, Run
 from dashboards.pages.common import page_url
 from dashboards.render import Page, Table
 from dashboards.state import State
 
 PAGE_ROWS = 1000
-JOB_NAME = re.compile(r"^benchsite job (\d+)$")
+
+
+def job_of(run: Run) -> int | None:
+    """The benchsite job whose cell's upload created the run, if a job did."""
+    return JobCell.objects.filter(upload_id=run.upload_id).values_list("job_id",
+                                                                       flat=True).first()
 
 
 def links(run: Run) -> dict[str, str]:
-    """Where to see the commit and the job that produced the run."""
+    """Where to see the commit and the job (ours, or a CI job) that produced the run."""
     found = {}
     if run.repo.count("/") == 1 and re.fullmatch(r"[0-9a-f]{7,40}", run.head_sha):
         found["commit"] = f"https://github.com/{run.repo}/commit/{run.head_sha}"
-    if job := JOB_NAME.match(run.name):
-        found["job"] = f"/jobs/{job.group(1)}/"
+    if job := job_of(run):
+        found["job"] = reverse("jobs:detail", args=[job])
+        found["job_text"] = f"job {job}"
     elif run.workflow_id:
         found["job"] = f"https://github.com/{run.repo}/actions/runs/{run.workflow_id}" + (
             f"/job/{run.job_id}" if run.job_id else "")
+        found["job_text"] = (f"job {run.workflow_id}" + (f"/{run.job_id}" if run.job_id else "")
+                             + f", attempt {run.run_attempt}")
     return found
 
 
 def build(state: State, pk: int) -> Page:
     run = get_object_or_404(Run, pk=pk)
-    everything = state.query.get("format") == "csv"
     number = int(state.number("page", 1, 1, 10**6))
     rows = (Result.objects.filter(run=run)
             .order_by("series__benchmark", "series__metric", "series__model", "id")
             .values_list("series__benchmark", "series__model", "series__backend",
                          "series__mode", "series__dtype", "series__arch", "series__metric",
                          "value", "target", "string_values"))
-    if not everything:
+    if not state.csv:
         rows = rows[(number - 1) * PAGE_ROWS: number * PAGE_ROWS]
     table = Table("results", ["benchmark", "model", "backend", "mode", "dtype", "arch",
                               "metric", "value", "target", "string values"], [])
+    explorer = reverse("dashboards:explorer")
     for *series, value, target, strings in rows:
         table.rows.append([*series, value, target, ", ".join(strings) if strings else None])
-        table.links.append({1: page_url("/explorer/", repo=run.repo, benchmark=series[0],
+        table.links.append({1: page_url(explorer, repo=run.repo, benchmark=series[0],
                                         model=series[1], metric=series[6],
                                         branch=run.head_branch, range="90d")})
     pages = (run.result_count + PAGE_ROWS - 1) // PAGE_ROWS

@@ -112,9 +112,10 @@ def _latest(state, rows, group, metric, benchmark, repo) -> Table:
         ga, gb = (math.exp(r["log_sum"] / r["log_count"]) for r in (a, b))
         table.rows.append([name, ga, gb, round(100 * (gb / ga - 1), 2), b["log_count"],
                            b["bucket"].isoformat()])
-        table.links.append({0: page_url("/explorer/", repo=repo, benchmark=benchmark,
-                                        metric=metric, branch=state.values["branch"],
-                                        **{group: name}, range="90d")})
+        table.links.append({0: page_url("dashboards:explorer", repo=repo,
+                                        benchmark=benchmark, metric=metric,
+                                        branch=state.values["branch"], **{group: name},
+                                        range="90d")})
     return table
 
 

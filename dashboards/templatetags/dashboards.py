@@ -26,7 +26,7 @@ def get(mapping, key):
 
 @register.simple_tag
 def table_url(state, table_name, fmt="csv"):
-    return state.url("", format=fmt, table=table_name)
+    return state.url(format=fmt, table=table_name)
 
 
 @register.filter
@@ -38,3 +38,9 @@ def split(text):
 def words(name):
     """An identifier as words: "missing_in_base" -> "missing in base"."""
     return str(name).replace("_", " ")
+
+
+@register.filter
+def signed_percent(value: float | None) -> str:
+    """0.123 -> "+12.3 %"."""
+    return "" if value is None else f"{value * 100:+.1f} %"

@@ -9,15 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.contract.metrics import string_metric
+
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
 STATUSES = (OK, SKIPPED, FAILED)
 STATUS_METRIC = "status"
-
-
-def string_metric(name: str, value: str, **extra: Any) -> dict[str, Any]:
-    """A metric whose result is text ("pass", "fail_accuracy", "skipped")."""
-    return {"name": name, "target_value": 0.0,
-            "extra_info": {"benchmark_values": [value], **extra}}
 
 
 def status_metric(status: str, detail: str | None) -> dict[str, Any]:

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.contract.status import FAILED, SKIPPED
 from runner.instructions.definitions import Benchmark
+from runner.settings import above, at_least
 
-OK, SKIPPED, FAILED = "ok", "skipped", "failed"
 PASSED_ENV = ("HOME", "LANG", "TMPDIR", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 LOG_TAIL = 2000  # characters of a dead worker's stderr kept in its error
@@ -44,24 +45,17 @@ STEADY_MALLOC = ("glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_thres
 
 @dataclass(frozen=True)
 class MeasureSettings:
-    number: int = 1000  # calls of the statement per count, unless its definition sets one
-    repeats: int = 3  # counts per benchmark, each its own value
-    timeout_s: float = 900.0  # per benchmark (all its work in the worker), unless it sets one
-    retries: int = 2  # further attempts after a worker died or callgrind failed
-    wall_time_s: float = 0.2  # least time of the wall-clock measurement
+    """How to count; checked with runner.settings (a spec's keys, a job's settings)."""
 
-    def problems(self) -> list[str]:
-        found = []
-        for name, least in (("number", 1), ("repeats", 1), ("retries", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                found.append(f"{name}: must be an integer of at least {least}, not {value!r}")
-        for name in ("timeout_s", "wall_time_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (
-                    name == "timeout_s" and value == 0):
-                found.append(f"{name}: must be a positive number of seconds, not {value!r}")
-        return found
+    # calls of the statement per count, unless its definition sets one
+    number: int = field(default=1000, metadata=at_least(1))
+    repeats: int = field(default=3, metadata=at_least(1))  # counts per benchmark, each a value
+    # per benchmark (all its work in the worker), unless it sets one
+    timeout_s: float = field(default=900.0, metadata=above(0))
+    # further attempts after a worker died or callgrind failed
+    retries: int = field(default=2, metadata=at_least(0))
+    # least time of the wall-clock measurement
+    wall_time_s: float = field(default=0.2, metadata=at_least(0))
 
     @classmethod
     def names(cls) -> list[str]:

@@ -16,15 +16,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from runner import families
-from runner.families import FAILED
-from runner.instructions.callgrind import OK, Measurement, MeasureSettings, Pool
+from runner.contract.status import FAILED, OK
+from runner.environment import RunContext
+from runner.instructions.callgrind import Measurement, MeasureSettings, Pool
+from runner.instructions.family import NAME as FAMILY
+from runner.instructions.records import measurement_records
 from runner.instructions.spec import parse_spec
-from runner.outputs import INTERRUPTED_EXIT, upload_and_status, write_json
-from runner.specs import SpecError, read_spec
+from runner.outputs import INTERRUPTED_EXIT, interrupt, upload_and_status, write_json
+from runner.settings import settings_problems
+from runner.specs import SpecError, family_name, read_spec
 from runner.upload import add_upload_options, missing_token
-
-FAMILY = "instructions"
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -58,8 +59,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from runner.run import interrupt
-
     if missing_token(args):
         return 2
     try:
@@ -67,9 +66,9 @@ def main(args: argparse.Namespace) -> int:
                           extra_filter=args.filter)
         overrides = {name: getattr(args, name) for name in MeasureSettings.names()
                      if getattr(args, name, None) is not None}
+        if settings_problems(overrides, MeasureSettings):
+            raise SpecError("options", settings_problems(overrides, MeasureSettings))
         settings = dataclasses.replace(spec.settings, **overrides)
-        if settings.problems():
-            raise SpecError("options", settings.problems())
     except SpecError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -105,9 +104,6 @@ def main(args: argparse.Namespace) -> int:
     print(", ".join(f"{count} {status}" for status, count in done.items())
           + f" in {time.monotonic() - started:.0f} s")
 
-    from runner.environment import RunContext
-    from runner.instructions.records import measurement_records
-
     context = RunContext.collect()
     records = [record for result in results for record in measurement_records(result, context)]
     if args.output:
@@ -121,7 +117,7 @@ def _spec_data(path: Path | None) -> dict:
     if path is None:
         return {}
     data = read_spec(path)
-    family = families.family_name(data)
+    family = family_name(data)
     if family != FAMILY:
         raise SpecError(str(path), [f"family: {family!r}; this command runs `family: "
                                     f"{FAMILY}` specs (others: python -m runner run)"])

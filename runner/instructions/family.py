@@ -6,15 +6,16 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from runner.families import Outcome, Planned
-from runner.instructions.callgrind import OK, MeasureSettings, Pool
+from runner.cells import Outcome, Planned
+from runner.contract.status import OK
+from runner.environment import RunContext
+from runner.instructions.callgrind import MeasureSettings, Pool
 from runner.instructions.definitions import Benchmark
+from runner.instructions.records import measurement_records
 from runner.instructions.spec import parse_spec
-
-if TYPE_CHECKING:
-    from runner.environment import RunContext
+from runner.settings import validate
 
 NAME = "instructions"
 
@@ -27,19 +28,11 @@ def plan(data: Mapping[str, Any], source: str) -> list[Planned]:
 
 
 def check_settings(settings: Mapping[str, Any]) -> None:
-    known = MeasureSettings.names()
-    unknown = sorted(set(settings) - set(known))
-    if unknown:
-        raise ValueError(f"unknown settings {unknown}; known: {known}")
-    problems = MeasureSettings(**settings).problems()
-    if problems:
-        raise ValueError("; ".join(problems))
+    validate(settings, MeasureSettings)
 
 
 def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any],
         context: RunContext) -> Outcome:
-    from runner.instructions.records import measurement_records
-
     benchmark = Benchmark.from_dict(cell["benchmark"])
     # Pinned as the CLI's workers are; several cells may run at once, so spread by process.
     cores = sorted(os.sched_getaffinity(0))

@@ -15,7 +15,8 @@ from typing import Any
 import torch
 from torch.utils.benchmark import Timer
 
-from runner.instructions.callgrind import FAILED, OK, SKIPPED, MeasureSettings
+from runner.contract.status import FAILED, OK, SKIPPED
+from runner.instructions.callgrind import MeasureSettings
 from runner.instructions.definitions import Benchmark, Program
 
 

@@ -33,6 +33,7 @@ from runner.instructions.definitions import (
     Signature,
     expand,
 )
+from runner.settings import settings_problems
 from runner.specs import SpecError
 
 KEYS = {"builtin", "definitions", "filter", "runtime", "autograd", "threads",
@@ -73,11 +74,11 @@ def parse_spec(data: Any, source: str, extra_filter: str | None = None) -> Instr
     threads = _threads(data.get("threads"), "threads", problems) if "threads" in data else None
     patterns = [(key, _regex(data.get(key) if key == "filter" else extra_filter, key, problems))
                 for key in ("filter", "--filter")]
-    settings = MeasureSettings(**{name: data[name] for name in MeasureSettings.names()
-                                  if name in data})
-    problems += settings.problems()
+    given = {name: data[name] for name in MeasureSettings.names() if name in data}
+    problems += settings_problems(given, MeasureSettings)
     if problems:
         raise SpecError(source, problems)
+    settings = MeasureSettings(**given)
     benchmarks = expand(definitions, runtimes, autograd, threads)
     for key, pattern in patterns:
         if pattern is not None:

@@ -15,7 +15,8 @@ import os
 import sys
 import traceback
 
-from runner.instructions.callgrind import FAILED, MeasureSettings
+from runner.contract.status import FAILED
+from runner.instructions.callgrind import MeasureSettings
 from runner.instructions.definitions import Benchmark
 
 ADDR_NO_RANDOMIZE = 0x0040000  # personality(2) flag, as `setarch -R` sets it
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 
-    from runner.instructions.measure import measure  # imports torch
+    from runner.instructions.measure import measure  # torch: after stdout is redirected
 
     replies.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:

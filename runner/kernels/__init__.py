@@ -4,6 +4,7 @@
     backends     eager, torch.compile, Liger, Quack (torch imported when building)
     spec         `family: kernels` specs into cells (no torch)
     execute      one cell: accuracy against eager, then timing
+    results      what a cell produced (no torch)
     records      a result as OSS v3 records
     family       the runner.families interface
     cli          `python -m runner kernels`

@@ -49,7 +49,7 @@ class Backend:
         if self.needs_cuda and device != "cuda":
             reasons.append(f"{self.name} needs CUDA; the device is {device}")
         elif self.min_capability and device == "cuda":
-            import torch
+            import torch  # torch: --list and specs need none
 
             if torch.cuda.is_available():
                 found = torch.cuda.get_device_capability()
@@ -61,7 +61,7 @@ class Backend:
 
 
 def _eager(kernel: str, mode: str | None = None) -> Function:
-    import torch.nn.functional as F
+    import torch.nn.functional as F  # torch: only when a cell runs
 
     functions = {
         "cross_entropy": lambda x, target: F.cross_entropy(x, target, reduction="none"),
@@ -74,7 +74,7 @@ def _eager(kernel: str, mode: str | None = None) -> Function:
 
 def _compiled(kernel: str, mode: str | None) -> Function:
     """The eager function under torch.compile, for static shapes (each cell compiles anew)."""
-    import torch
+    import torch  # torch: only when a cell runs
 
     # A fresh recompile budget: every cell compiles the same functions for another shape,
     # and past the limit dynamo would silently run them eagerly.
@@ -84,24 +84,24 @@ def _compiled(kernel: str, mode: str | None) -> Function:
 
 def _liger(kernel: str, mode: str | None = None) -> Function:
     def cross_entropy() -> Function:
-        from liger_kernel.transformers.functional import liger_cross_entropy
+        from liger_kernel.transformers.functional import liger_cross_entropy  # optional package
 
         return lambda x, target: liger_cross_entropy(x, target, reduction="none")
 
     def softmax() -> Function:
-        from liger_kernel.transformers.softmax import LigerSoftmax
+        from liger_kernel.transformers.softmax import LigerSoftmax  # optional package
 
         return LigerSoftmax()
 
     def rms_norm() -> Function:
-        from liger_kernel.transformers.functional import liger_rms_norm
+        from liger_kernel.transformers.functional import liger_rms_norm  # optional package
 
         # offset 0, Llama casting, and not in place: an in-place backward would overwrite
         # the output gradient that every timed backward call reuses.
         return lambda x, weight: liger_rms_norm(x, weight, EPS, 0.0, "llama", False)
 
     def layer_norm() -> Function:
-        from liger_kernel.transformers.functional import liger_layer_norm
+        from liger_kernel.transformers.functional import liger_layer_norm  # optional package
 
         zeros = _zeros_like_cached()
         return lambda x, weight: liger_layer_norm(x, weight, zeros(weight), EPS)
@@ -113,23 +113,23 @@ def _liger(kernel: str, mode: str | None = None) -> Function:
 
 def _quack(kernel: str, mode: str | None = None) -> Function:
     def cross_entropy() -> Function:
-        from quack.cross_entropy import cross_entropy
+        from quack.cross_entropy import cross_entropy  # optional package
 
         return cross_entropy  # a float32 loss per row
 
     def softmax() -> Function:
-        from quack.softmax import softmax
+        from quack.softmax import softmax  # optional package
 
         return softmax
 
     # Quack's norms take float32 weights; the cast moves N values, nothing against M x N.
     def rms_norm() -> Function:
-        from quack.rmsnorm import rmsnorm
+        from quack.rmsnorm import rmsnorm  # optional package
 
         return lambda x, weight: rmsnorm(x, weight.float(), eps=EPS)
 
     def layer_norm() -> Function:
-        from quack.layernorm import layernorm
+        from quack.layernorm import layernorm  # optional package
 
         return lambda x, weight: layernorm(x, weight.float(), eps=EPS)
 

@@ -16,12 +16,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from runner.contract.status import OK
+from runner.environment import RunContext
 from runner.kernels.backends import BACKENDS, COMPILE_MODES
 from runner.kernels.definitions import DIRECTIONS, DTYPES, KERNELS
-from runner.kernels.spec import DEFAULT_COMPILE_MODE, DEVICES, Cell, parse
+from runner.kernels.records import cell_records
+from runner.kernels.results import KernelResult
+from runner.kernels.spec import DEFAULT_COMPILE_MODE, DEVICES, parse
 from runner.outputs import finish
-from runner.quant.cells import TimingSettings
 from runner.specs import SpecError
+from runner.timing import TimingSettings
 from runner.upload import add_upload_options, missing_token
 
 DEFAULT_SHAPES = {"cuda": ["32768x1024", "32768x4096", "32768x16384"],
@@ -83,9 +87,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
-    from runner.environment import RunContext
-    from runner.kernels.execute import run_cell
-    from runner.kernels.records import cell_records
+    from runner.kernels.execute import run_cell  # torch: only once cells run
 
     context, eager_timings = RunContext.collect(), {}
     results, interrupted = [], False
@@ -142,19 +144,19 @@ def listing(device: str | None) -> str:
     return "\n".join(lines)
 
 
-def table(results: list) -> str:
+def table(results: list[KernelResult]) -> str:
     """One line per cell: its numbers, or why it has none."""
     header = (f"{'kernel':14s} {'direction':9s} {'shape':>12s} {'backend':34s} "
               f"{'ms':>9s} {'GB/s':>9s} {'speedup':>8s}  accuracy / status")
     lines = [header]
     for result in results:
-        cell: Cell = result.cell
+        cell = result.cell
         numbers = ("", "", "")
         if result.timing is not None:
             numbers = (f"{result.timing.median_ms:.4f}", f"{result.gbps:.1f}",
                        "" if result.speedup is None else f"{result.speedup:.2f}x")
         state = result.accuracy or ""
-        if result.status != "ok":
+        if result.status != OK:
             reason = result.reason.splitlines()[0] if result.reason else ""
             state = f"{state + ', ' if state else ''}{result.status}: {reason}"
         lines.append(f"{cell.kernel:14s} {cell.direction:9s} {cell.shape:>12s} "
@@ -164,6 +166,6 @@ def table(results: list) -> str:
 
 
 def _default_device() -> str:
-    import torch
+    import torch  # only to pick a default device: --list and spec errors need no torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"

@@ -8,61 +8,27 @@ the timing of a wrong kernel is not a result. No error escapes: the next cell al
 
 from __future__ import annotations
 
-import gc
 import logging
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch._functorch.config as functorch_config
 
+from runner.contract.status import FAILED, OK, SKIPPED
+from runner.devices import device_problem, release_memory
 from runner.kernels.backends import BACKENDS, Function
 from runner.kernels.definitions import BACKWARD, KERNELS, Kernel, bytes_moved
-from runner.kernels.spec import Cell
-from runner.quant.cells import TimingSettings
-from runner.quant.execute import device_problem
-from runner.quant.results import FAILED, OK, SKIPPED, Timing
-from runner.quant.timing import measure
+from runner.kernels.results import FAIL_ACCURACY, PASS, KernelResult
+from runner.kernels.spec import DEFAULT_RTOL, KernelCell
+from runner.timers import measure
+from runner.timing import Timing, TimingSettings
 
 logger = logging.getLogger(__name__)
 
-PASS, FAIL_ACCURACY = "pass", "fail_accuracy"
-# Without a tolerance in the spec: this rtol, and an atol of rtol x the largest magnitude in
-# the tensor. torch.testing's fixed atol fails weight gradients, sums over M rows whose
-# rounding error grows with M; scaled to the tensor, the check holds at any M.
-DEFAULT_RTOL = {"float32": 1e-4, "float16": 1e-3, "bfloat16": 1.6e-2}
-UNSTABLE_SPREAD = 0.10  # interquartile range over median above which a timing is flagged
 SEED = 0
 EagerTimings = dict[tuple[Any, ...], Timing]
-
-
-@dataclass
-class KernelResult:
-    cell: Cell
-    status: str  # OK, SKIPPED or FAILED
-    settings: TimingSettings
-    reason: str = ""  # why it was skipped, or what failed it
-    traceback: str = ""  # of the error that failed it
-    bytes: int = 0  # least traffic of one pass (definitions)
-    timing: Timing | None = None
-    eager: Timing | None = None  # the baseline of the speedup
-    accuracy: str | None = None  # PASS or FAIL_ACCURACY; None for eager and unchecked cells
-    notes: list[str] = field(default_factory=list)
-    measured_s: float = 0.0  # inside timed calls
-
-    @property
-    def gbps(self) -> float | None:
-        if self.timing is None:
-            return None
-        return self.bytes / (self.timing.median_ms / 1000) / 1e9
-
-    @property
-    def speedup(self) -> float | None:
-        if self.timing is None or self.eager is None or self.cell.backend == "eager":
-            return None
-        return self.eager.median_ms / self.timing.median_ms
 
 
 class _Skip(Exception):
@@ -73,12 +39,12 @@ class AccuracyMismatch(Exception):
     """The backend's output or gradients differ from eager beyond the tolerance."""
 
 
-def eager_key(cell: Cell, settings: TimingSettings) -> tuple[Any, ...]:
+def eager_key(cell: KernelCell, settings: TimingSettings) -> tuple[Any, ...]:
     """Cells sharing this key share one eager timing (state kept across a worker's cells)."""
     return (cell.kernel, cell.direction, cell.m, cell.n, cell.dtype, cell.device, settings)
 
 
-def run_cell(cell: Cell, settings: TimingSettings,
+def run_cell(cell: KernelCell, settings: TimingSettings,
              eager_timings: EagerTimings | None = None) -> KernelResult:
     result = KernelResult(cell, OK, settings,
                           bytes=bytes_moved(cell.kernel, cell.direction, cell.m, cell.n,
@@ -99,11 +65,11 @@ def run_cell(cell: Cell, settings: TimingSettings,
         result.traceback = traceback.format_exc()
         result.timing = result.eager = None
     if cell.device == "cuda" or result.status == FAILED:
-        _release_memory()
+        release_memory()
     return result
 
 
-def _run(cell: Cell, settings: TimingSettings, eager_timings: EagerTimings,
+def _run(cell: KernelCell, settings: TimingSettings, eager_timings: EagerTimings,
          result: KernelResult) -> None:
     backend = BACKENDS[cell.backend]
     reason = device_problem(cell.device) or backend.unavailable(cell.device)
@@ -121,8 +87,9 @@ def _run(cell: Cell, settings: TimingSettings, eager_timings: EagerTimings,
         timing = measure(_pass(kernel, cell.direction, fn, inputs, grad_out, what),
                          cell.device, settings)
         result.measured_s += timing.measured_s
-        if timing.spread > UNSTABLE_SPREAD:
-            result.notes.append(f"unstable {what} timing: IQR {timing.spread:.0%} of the median")
+        note = timing.instability(what)
+        if note:
+            result.notes.append(note)
         return timing
 
     if cell.backend != "eager":
@@ -137,7 +104,7 @@ def _run(cell: Cell, settings: TimingSettings, eager_timings: EagerTimings,
     result.eager = eager_timings[key]
 
 
-def make_inputs(kernel: Kernel, cell: Cell) -> tuple[list[torch.Tensor], torch.Tensor]:
+def make_inputs(kernel: Kernel, cell: KernelCell) -> tuple[list[torch.Tensor], torch.Tensor]:
     """The kernel's inputs and a gradient for its output, the same for every backend."""
     generator = torch.Generator(device=cell.device).manual_seed(SEED)
     dtype = getattr(torch, cell.dtype)
@@ -191,7 +158,7 @@ def _evaluate(kernel: Kernel, direction: str, function: Function, inputs: list[t
     return found
 
 
-def _check_accuracy(kernel: Kernel, cell: Cell, function: Function, eager: Function,
+def _check_accuracy(kernel: Kernel, cell: KernelCell, function: Function, eager: Function,
                     inputs: list[torch.Tensor], grad_out: torch.Tensor) -> None:
     """Compare with eager; a backend's output in another dtype is cast to eager's first."""
     expected = _evaluate(kernel, cell.direction, eager, inputs, grad_out, "eager")
@@ -214,9 +181,3 @@ def _check_accuracy(kernel: Kernel, cell: Cell, function: Function, eager: Funct
                    else f"the default tolerance for {cell.dtype} (rtol="
                    f"{DEFAULT_RTOL[cell.dtype]:g}, atol=rtol x the tensor's largest magnitude)")
         raise AccuracyMismatch(f"differs from eager beyond {allowed}: " + " | ".join(problems))
-
-
-def _release_memory() -> None:
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()

@@ -4,13 +4,14 @@ and LayerNorm, forward and backward, on eager, torch.compile, Liger and Quack.""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from runner.families import Outcome, Planned
-from runner.kernels.spec import Cell, parse, timing_problems
-
-if TYPE_CHECKING:
-    from runner.environment import RunContext
+from runner.cells import Outcome, Planned
+from runner.environment import RunContext
+from runner.kernels.records import cell_records
+from runner.kernels.spec import KernelCell, parse
+from runner.settings import validate
+from runner.timing import TimingSettings
 
 NAME = "kernels"
 
@@ -21,18 +22,14 @@ def plan(data: Mapping[str, Any], source: str) -> list[Planned]:
 
 def check_settings(settings: Mapping[str, Any]) -> None:
     """A job's timing settings, which override the spec's `timing`."""
-    problems = timing_problems(settings, "")
-    if problems:
-        raise ValueError("; ".join(problems))
+    validate(settings, TimingSettings)
 
 
 def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any],
         context: RunContext) -> Outcome:
-    from runner.kernels.execute import run_cell
-    from runner.kernels.records import cell_records
-    from runner.quant.cells import TimingSettings
+    from runner.kernels.execute import run_cell  # torch: only when a cell runs
 
-    spec_cell = Cell.from_dict(cell)
+    spec_cell = KernelCell.from_dict(cell)
     timing = TimingSettings(**{**spec_cell.timing, **settings})
     result = run_cell(spec_cell, timing, state.setdefault("eager_timings", {}))
     return Outcome(result.status, cell_records(result, context),

@@ -8,35 +8,37 @@ kernel's backward alone is neither), the shape in benchmark.extra_info.
 Metrics: latency (ms, every sample; the median is the value), memory_bandwidth (GB/s, bytes
 over the median latency), speedup (x, eager's median over this one's; not for eager) and
 accuracy ("pass"/"fail_accuracy" as strings, as TorchInductor's dashboards write them; not
-for eager, the reference). A skipped or failed cell adds a "status" record with the reason.
+for eager, the reference). A skipped or failed cell adds a "status" record with the reason
+(runner.contract.status).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from runner.contract.metrics import number_metric, string_metric
+from runner.contract.names import (
+    KERNELS_BENCHMARK,
+    KERNELS_MODEL_TYPE,
+    KERNELS_ORIGINS,
+    KernelMetric,
+)
+from runner.contract.status import OK, status_metric
+from runner.environment import RunContext
 from runner.kernels.backends import optional_versions
-from runner.kernels.execute import DEFAULT_RTOL, FAIL_ACCURACY, KernelResult
-from runner.quant.results import OK
-
-if TYPE_CHECKING:
-    from runner.environment import RunContext
-
-BENCHMARK_NAME = "fused kernels"
-MODEL_TYPE = "fused kernel"
-ORIGINS = ["kernels"]
-STATUS_METRIC = "status"
+from runner.kernels.results import FAIL_ACCURACY, KernelResult
+from runner.kernels.spec import DEFAULT_RTOL
 
 
 def cell_records(result: KernelResult, context: RunContext) -> list[dict[str, Any]]:
     metrics = []
     if result.accuracy is not None:
-        metrics.append(_strings("accuracy", result.accuracy, **_tolerance(result)))
+        metrics.append(string_metric(KernelMetric.ACCURACY, result.accuracy,
+                                     **_tolerance(result)))
     if result.status == OK:
         metrics += _measurements(result)
     else:
-        detail = "error" if result.status == "failed" else "reason"
-        metrics.append(_strings(STATUS_METRIC, result.status, **{detail: result.reason}))
+        metrics.append(status_metric(result.status, result.reason))
     return [_record(result, context, metric) for metric in metrics]
 
 
@@ -44,13 +46,13 @@ def _measurements(result: KernelResult) -> list[dict[str, Any]]:
     timing = result.timing
     assert timing is not None and result.gbps is not None
     metrics = [
-        _metric("latency", list(timing.samples_ms), "ms", median=timing.median_ms,
+        number_metric(KernelMetric.LATENCY, list(timing.samples_ms), "ms", median=timing.median_ms,
                 calls_per_sample=timing.calls_per_sample),
-        _metric("memory_bandwidth", [result.gbps], "GB/s", bytes=result.bytes),
+        number_metric(KernelMetric.BANDWIDTH, [result.gbps], "GB/s", bytes=result.bytes),
     ]
     if result.speedup is not None:
         assert result.eager is not None
-        metrics.append(_metric("speedup", [result.speedup], "x",
+        metrics.append(number_metric(KernelMetric.SPEEDUP, [result.speedup], "x",
                                eager_median_ms=result.eager.median_ms))
     return metrics
 
@@ -73,25 +75,16 @@ def _record(result: KernelResult, context: RunContext, metric: dict[str, Any]) -
     if result.notes:
         per_run["notes"] = "; ".join(result.notes)
     return {
-        "benchmark": {"name": BENCHMARK_NAME, "mode": cell.direction, "dtype": cell.dtype,
+        "benchmark": {"name": KERNELS_BENCHMARK, "mode": cell.direction, "dtype": cell.dtype,
                       "extra_info": extra},
-        "model": {"name": cell.kernel, "type": MODEL_TYPE, "backend": cell.backend,
-                  "origins": list(ORIGINS)},
+        "model": {"name": cell.kernel, "type": KERNELS_MODEL_TYPE, "backend": cell.backend,
+                  "origins": list(KERNELS_ORIGINS)},
         "metric": {**metric, "extra_info": {**metric["extra_info"], **per_run}},
         "runners": context.runners(cell.device),
         "dependencies": {**context.dependencies(), **optional_versions()},
     }
 
 
-def _metric(name: str, values: list[float], unit: str, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "benchmark_values": [float(v) for v in values], "target_value": 0.0,
-            "extra_info": {"unit": unit, **extra}}
-
-
-def _strings(name: str, value: str, **extra: Any) -> dict[str, Any]:
-    """A non-numeric result: its value in metric.extra_info.benchmark_values."""
-    return {"name": name, "benchmark_values": [], "target_value": 0.0,
-            "extra_info": {"benchmark_values": [value], **extra}}
 
 
 def _tolerance(result: KernelResult) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """A cell: one recipe on one shape, model type and compile mode - the unit of work.
 
 Cells are plain data so a Celery worker can receive one as a task argument
-(`Cell.to_dict()` / `Cell.from_dict()`); `TimingSettings` travel the same way.
+(`QuantCell.to_dict()` / `QuantCell.from_dict()`); `runner.timing.TimingSettings` travel the
+same way.
 """
 
 from __future__ import annotations
@@ -10,30 +11,13 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from runner.contract.names import quant_model_name
 from runner.quant.recipes import CustomRecipe, Recipe, resolve
 from runner.quant.shapes import Shape
 
 
 @dataclass(frozen=True)
-class TimingSettings:
-    """How carefully to time each forward pass; tests and quick runs pass small values."""
-
-    samples: int = 30  # timed samples kept per measurement; the median is reported
-    warmup_s: float = 0.1  # warm-up calls run for at least this long (after a first call)
-    min_sample_s: float = 0.01  # CPU: calls per sample are raised until a sample lasts this
-    threads: int = 1  # CPU: torch threads while timing (torchao times with 1)
-    flush_l2: bool = True  # CUDA: overwrite a buffer larger than L2 before every timed call
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TimingSettings:
-        return cls(**data)
-
-
-@dataclass(frozen=True)
-class Cell:
+class QuantCell:
     name: str  # the parameter set's name (torchao's CSV "name" column)
     quantization: str
     sparsity: str | None
@@ -62,7 +46,7 @@ class Cell:
 
     @property
     def model_name(self) -> str:
-        return f"{self.label}-{self.shape.mkn}"
+        return quant_model_name(self.label, self.shape.mkn)
 
     @property
     def key(self) -> str:
@@ -87,7 +71,7 @@ class Cell:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Cell:
+    def from_dict(cls, data: dict[str, Any]) -> QuantCell:
         values = dict(data)
         values["shape"] = Shape(**values["shape"])
         custom = values.get("custom_recipe")

@@ -8,7 +8,6 @@ caught here, so a caller can stop and still write what finished.
 from __future__ import annotations
 
 import copy
-import gc
 import logging
 import math
 import time
@@ -18,24 +17,28 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
+from runner.contract.status import FAILED, OK, SKIPPED
+from runner.devices import device_problem, release_memory
 from runner.quant import models
-from runner.quant.cells import Cell, TimingSettings
+from runner.quant.cells import QuantCell
 from runner.quant.recipes import Recipe
-from runner.quant.results import FAILED, OK, SKIPPED, CellResult, Timing
+from runner.quant.results import CellResult
 from runner.quant.spec import Spec
-from runner.quant.timing import measure
+from runner.timers import measure
+from runner.timing import Timing, TimingSettings
 
 logger = logging.getLogger(__name__)
 
 PROFILED_CALLS = 5
 MEMORY_HISTORY_ENTRIES = 100_000
 MB = 2**20
-UNSTABLE_SPREAD = 0.10  # interquartile range over median above which a timing is flagged
 
 
 class BaselineCache:
-    """High-precision timings by `Cell.baseline_key`, shared by the cells of a run or worker."""
+    """High-precision timings by `QuantCell.baseline_key`, shared by the cells of a run or
+    worker."""
 
     def __init__(self) -> None:
         self._timings: dict[tuple[Any, ...], Timing] = {}
@@ -48,7 +51,7 @@ class BaselineCache:
 
 
 def run_spec(
-    spec: Spec | Iterable[Cell],
+    spec: Spec | Iterable[QuantCell],
     settings: TimingSettings | None = None,
     baseline_cache: BaselineCache | None = None,
     on_cell: Callable[[CellResult], None] | None = None,
@@ -66,7 +69,7 @@ def run_spec(
 
 
 def run_cell(
-    cell: Cell,
+    cell: QuantCell,
     baseline_cache: BaselineCache | None = None,
     settings: TimingSettings | None = None,
 ) -> CellResult:
@@ -86,7 +89,7 @@ def run_cell(
         logger.warning("cell %s failed", cell.key, exc_info=True)
         _fail(result, f"{type(error).__name__}: {error}")
     if cell.device == "cuda" or result.status == FAILED:
-        _release_memory()
+        release_memory()
     result.wall_s = time.perf_counter() - started
     return result
 
@@ -107,16 +110,8 @@ def _clear_measurements(result: CellResult) -> None:
     result.sqnr_db = result.peak_memory_mb = None
 
 
-def device_problem(device: str) -> str | None:
-    """Why cells cannot run on `device` here; None when they can."""
-    if device == "cpu":
-        return None
-    if device == "cuda":
-        return None if torch.cuda.is_available() else "CUDA is not available on this machine"
-    return f"the runner measures on cuda and cpu, not {device}"
-
-
-def _run(cell: Cell, cache: BaselineCache, settings: TimingSettings, result: CellResult) -> None:
+def _run(cell: QuantCell, cache: BaselineCache, settings: TimingSettings,
+         result: CellResult) -> None:
     recipe = cell.recipe()
     reason = device_problem(cell.device) or recipe.requires.unmet(cell.device)
     if reason:
@@ -125,7 +120,7 @@ def _run(cell: Cell, cache: BaselineCache, settings: TimingSettings, result: Cel
 
 
 def _measure(
-    cell: Cell,
+    cell: QuantCell,
     recipe: Recipe,
     config: Any,
     cache: BaselineCache,
@@ -135,8 +130,9 @@ def _measure(
     def timed(what: str, fn: Callable[[], object]) -> Timing:
         timing = measure(fn, cell.device, settings)
         result.measured_s += timing.measured_s
-        if timing.spread > UNSTABLE_SPREAD:
-            result.notes.append(f"unstable {what} timing: IQR {timing.spread:.0%} of the median")
+        note = timing.instability(what)
+        if note:
+            result.notes.append(note)
         return timing
 
     if cell.compile_mode:
@@ -172,7 +168,7 @@ def _measure(
 
 
 def _time_baseline(
-    cell: Cell,
+    cell: QuantCell,
     cache: BaselineCache,
     baseline: Any,
     data: torch.Tensor,
@@ -228,7 +224,8 @@ def _peak_memory_mb(forward: Callable[[], object]) -> float:
     return torch.cuda.max_memory_allocated() / MB
 
 
-def _write_artifacts(cell: Cell, forward: Callable[[], object], result: CellResult) -> None:
+def _write_artifacts(cell: QuantCell, forward: Callable[[], object],
+                     result: CellResult) -> None:
     if not (cell.enable_profiler or cell.enable_memory_profiler):
         return
     directory = Path(cell.output_dir)
@@ -248,8 +245,6 @@ def _write_artifacts(cell: Cell, forward: Callable[[], object], result: CellResu
 
 
 def _profile(forward: Callable[[], object], device: str, path: Path) -> None:
-    from torch.profiler import ProfilerActivity, profile
-
     activities = [ProfilerActivity.CPU]
     if device == "cuda":
         activities.append(ProfilerActivity.CUDA)
@@ -270,10 +265,3 @@ def _memory_snapshot(forward: Callable[[], object], path: Path) -> None:
         torch.cuda.memory._dump_snapshot(str(path))
     finally:
         torch.cuda.memory._record_memory_history(enabled=None)
-
-
-def _release_memory() -> None:
-    """Free what a failed cell's traceback held, and give cached CUDA blocks back."""
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()

@@ -22,10 +22,10 @@ def check_model_type(name: str) -> None:
 
 def build(model_type: str, m: int, k: int, n: int, dtype: Any, device: str) -> tuple[Any, Any]:
     """(model, input) in eval mode; seed torch first for a reproducible pair."""
-    from torchao.testing.model_architectures import create_model_and_input_data
+    from torchao.testing import model_architectures  # torchao: at run time
 
     check_model_type(model_type)
-    model, data = create_model_and_input_data(
+    model, data = model_architectures.create_model_and_input_data(
         model_type, m, k, n, high_precision_dtype=dtype, device=device
     )
     return model.eval(), data
@@ -43,7 +43,7 @@ def flops(model_type: str, m: int, k: int, n: int) -> int:
 
 def tensor_bytes(tensor: Any) -> int:
     """Bytes a tensor occupies, looking inside tensor subclasses (quantized weights)."""
-    import torch
+    import torch  # torch: model types are checked without it
 
     if type(tensor) in (torch.Tensor, torch.nn.Parameter):
         return tensor.numel() * tensor.element_size()
@@ -62,7 +62,7 @@ def unquantized_linears(model: Any) -> tuple[int, int]:
     torchao leaves a weight as it is when its shape does not suit the recipe (e.g. K not a
     multiple of the int4 group size) instead of raising.
     """
-    import torch
+    import torch  # torch: model types are checked without it
 
     weights = [mod.weight for mod in model.modules() if isinstance(mod, torch.nn.Linear)]
     plain = sum(type(w) in (torch.Tensor, torch.nn.Parameter) for w in weights)

@@ -48,7 +48,7 @@ class Requirements:
         if missing:
             return f"needs package {', '.join(missing)}, not installed"
         if device == "cuda" and self.min_capability:
-            import torch
+            import torch  # torch: specs are checked without it
 
             have = torch.cuda.get_device_capability()
             if have < self.min_capability:
@@ -102,11 +102,11 @@ class Recipe:
         if config is None:
             return
         if self.sparsify:
-            from torchao.sparsity import sparsify_
+            from torchao.sparsity import sparsify_  # torchao: only when a cell runs
 
             sparsify_(model, config)
         else:
-            from torchao.quantization import quantize_
+            from torchao.quantization import quantize_  # torchao: only when a cell runs
 
             quantize_(model, config)
 
@@ -165,7 +165,7 @@ QUANTIZATION: dict[str, Entry] = {
 
 SPARSITY_KINDS = {"semi-sparse": "2:4", "semi": "2:4", "2:4": "2:4", "block": "block"}
 
-# (quantization family, sparsity kind) -> recipe; torchao pairs no other combinations.
+# (quantization key, sparsity kind) -> recipe; torchao pairs no other combinations.
 SPARSE_PAIRS: dict[tuple[str, str], Entry] = {
     ("baseline", "2:4"): Entry(
         _plain("torchao.sparsity.sparse_api.SemiSparseWeightConfig"), CUDA_SM80, sparsify=True
@@ -186,11 +186,11 @@ SPARSE_PAIRS: dict[tuple[str, str], Entry] = {
 
 
 def _match(name: str) -> tuple[str, Entry, re.Match[str]]:
-    for family, entry in QUANTIZATION.items():
-        found = re.fullmatch(entry.pattern or re.escape(family), name)
+    for key, entry in QUANTIZATION.items():
+        found = re.fullmatch(entry.pattern or re.escape(key), name)
         if found:
-            return family, entry, found
-    known = ", ".join(entry.form or family for family, entry in QUANTIZATION.items())
+            return key, entry, found
+    known = ", ".join(entry.form or key for key, entry in QUANTIZATION.items())
     raise UnknownRecipe(
         f"unknown quantization recipe {name!r}; known: {known}, or a mapping with "
         "name, config (a torchao config class path) and kwargs"
@@ -211,25 +211,25 @@ def check_quantization(name: str) -> None:
     _match(name)
 
 
-def family_of(name: str) -> str:
+def pattern_of(name: str) -> str:
     """The QUANTIZATION key whose name or pattern `name` is; UnknownRecipe when none."""
     return _match(name)[0]
 
 
 def pairs_with(quantization: str, sparsity: str) -> bool:
     """Whether torchao runs this quantization recipe combined with this sparsity recipe."""
-    family, _, _ = _match(quantization)
-    return (family, sparsity_kind(sparsity)) in SPARSE_PAIRS
+    key, _, _ = _match(quantization)
+    return (key, sparsity_kind(sparsity)) in SPARSE_PAIRS
 
 
 def resolve(quantization: str, sparsity: str | None = None) -> Recipe:
-    family, entry, found = _match(quantization)
+    key, entry, found = _match(quantization)
     label = quantization
     if sparsity is not None:
-        key = (family, sparsity_kind(sparsity))
-        if key not in SPARSE_PAIRS:
+        pair = (key, sparsity_kind(sparsity))
+        if pair not in SPARSE_PAIRS:
             raise UnknownRecipe(f"{quantization!r} does not combine with sparsity {sparsity!r}")
-        entry = SPARSE_PAIRS[key]
+        entry = SPARSE_PAIRS[pair]
         label = f"{quantization}+{sparsity}"
     build = entry.build
     make_config = None if build is None else (lambda: build(found))
@@ -255,7 +255,7 @@ class CustomRecipe:
 
     def config_class(self) -> type:
         """The torchao config class `config` names; raises unless it is an AOBaseConfig."""
-        from torchao.core.config import AOBaseConfig
+        from torchao.core.config import AOBaseConfig  # torchao: not for spec checks
 
         config_class = _custom_class(self.config)
         if not (isinstance(config_class, type) and issubclass(config_class, AOBaseConfig)):
@@ -300,7 +300,7 @@ def _build_value(value: Any) -> Any:
     if isinstance(value, list):
         return [_build_value(item) for item in value]
     if isinstance(value, str) and value.startswith("torch."):
-        import torch
+        import torch  # torch: specs are checked without it
 
         found = getattr(torch, value.removeprefix("torch."), None)
         if isinstance(found, torch.dtype):

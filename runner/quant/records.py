@@ -1,35 +1,27 @@
 """A cell result as PyTorch OSS benchmark ("v3") records, in torchao's CI format.
 
 torchao's four metrics come first ("Fwd Speedup (x)" is compiled-over-compiled when the cell
-compiles, else eager), then ours. A skipped or failed cell becomes one "status" record whose
-string value sits in metric.extra_info.benchmark_values, so it stays visible on dashboards.
+compiles, else eager), then ours. A skipped or failed cell becomes one "status" record
+(runner.contract.status), so it stays visible on dashboards.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from runner.quant.results import OK, CellResult, Timing
-
-if TYPE_CHECKING:
-    from runner.environment import RunContext
-
-BENCHMARK_NAME = "micro-benchmark api"
-MODEL_TYPE = "micro-benchmark custom layer"
-ORIGINS = ["torchao"]
-STATUS_METRIC = "status"
+from runner.contract.metrics import number_metric
+from runner.contract.names import QUANT_BENCHMARK, QUANT_MODEL_TYPE, QUANT_ORIGINS, QuantMetric
+from runner.contract.status import OK, status_metric
+from runner.environment import RunContext
+from runner.quant.results import CellResult
+from runner.timing import Timing
 
 
 def cell_records(result: CellResult, context: RunContext) -> list[dict[str, Any]]:
+    """PyTorch OSS benchmark ("v3") records of one cell."""
     if result.status != OK:
-        detail_key = "error" if result.status == "failed" else "reason"
-        status = {
-            "name": STATUS_METRIC,
-            "target_value": 0.0,
-            "extra_info": {"benchmark_values": [result.status], detail_key: result.reason or ""},
-        }
-        return [_record(result, context, status)]
+        return [_record(result, context, status_metric(result.status, result.reason))]
     return [_record(result, context, metric) for metric in _metrics(result)]
 
 
@@ -62,30 +54,24 @@ def _record(result: CellResult, context: RunContext, metric: dict[str, Any]) -> 
     metric = {**metric, "extra_info": {**metric.get("extra_info", {}), **per_run}}
     return {
         "benchmark": {
-            "name": BENCHMARK_NAME,
+            "name": QUANT_BENCHMARK,
             "mode": cell.benchmark_mode,
             "dtype": cell.label,
             "extra_info": extra,
         },
-        "model": {"name": cell.model_name, "type": MODEL_TYPE, "origins": list(ORIGINS)},
+        "model": {"name": cell.model_name, "type": QUANT_MODEL_TYPE,
+                  "origins": list(QUANT_ORIGINS)},
         "metric": metric,
         "runners": context.runners(cell.device),
         "dependencies": context.dependencies(),
     }
 
 
-def _metric(name: str, values: list[float], unit: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "benchmark_values": [float(v) for v in values],
-        "target_value": 0.0,
-        "extra_info": {"unit": unit, **extra},
-    }
 
 
 def _time(name: str, timing: Timing) -> dict[str, Any]:
     """All samples as values; the median, which speedups use, in extra_info."""
-    return _metric(
+    return number_metric(
         name,
         list(timing.samples_ms),
         "ms",
@@ -98,26 +84,26 @@ def _metrics(result: CellResult) -> list[dict[str, Any]]:
     assert result.baseline and result.quantized and result.speedup is not None
     compiled = result.cell.compile_mode is not None
     metrics = [
-        _metric("Fwd Speedup (x)", [result.speedup], "x", compiled=compiled),
-        _time("Bfloat16 Fwd Time (ms)", result.baseline),
-        _time("Quantized Fwd Time (ms)", result.quantized),
+        number_metric(QuantMetric.SPEEDUP, [result.speedup], "x", compiled=compiled),
+        _time(QuantMetric.BASELINE_TIME, result.baseline),
+        _time(QuantMetric.QUANTIZED_TIME, result.quantized),
     ]
     if result.peak_memory_mb is not None:
-        metrics.append(_metric("Allocated Memory (MB)", [result.peak_memory_mb], "MB"))
+        metrics.append(number_metric(QuantMetric.MEMORY, [result.peak_memory_mb], "MB"))
     if result.eager_speedup is not None:
-        metrics.append(_metric("Eager Speedup (x)", [result.eager_speedup], "x"))
+        metrics.append(number_metric(QuantMetric.EAGER_SPEEDUP, [result.eager_speedup], "x"))
     if compiled and result.baseline_eager and result.quantized_eager:
         metrics += [
-            _metric("Compiled Speedup (x)", [result.speedup], "x"),
-            _time("Bfloat16 Eager Fwd Time (ms)", result.baseline_eager),
-            _time("Quantized Eager Fwd Time (ms)", result.quantized_eager),
+            number_metric(QuantMetric.COMPILED_SPEEDUP, [result.speedup], "x"),
+            _time(QuantMetric.BASELINE_EAGER_TIME, result.baseline_eager),
+            _time(QuantMetric.QUANTIZED_EAGER_TIME, result.quantized_eager),
         ]
     if result.tflops is not None:
-        metrics.append(_metric("Quantized TFLOP/s", [result.tflops], "TFLOP/s"))
+        metrics.append(number_metric(QuantMetric.TFLOPS, [result.tflops], "TFLOP/s"))
     if result.gbps is not None:
         metrics.append(
-            _metric("Quantized GB/s", [result.gbps], "GB/s", bytes=result.quantized_bytes)
+            number_metric(QuantMetric.GBPS, [result.gbps], "GB/s", bytes=result.quantized_bytes)
         )
     if result.sqnr_db is not None and math.isfinite(result.sqnr_db):
-        metrics.append(_metric("SQNR (dB)", [result.sqnr_db], "dB"))
+        metrics.append(number_metric(QuantMetric.SQNR, [result.sqnr_db], "dB"))
     return metrics

@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from runner.contract.status import OK
 from runner.outputs import write_atomically
-from runner.quant.results import OK, CellResult
+from runner.quant.results import CellResult
 
 # torchao's CSV columns, in its order, then ours.
 CSV_COLUMNS = (

@@ -2,45 +2,11 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from runner.quant.cells import Cell, TimingSettings
-
-if TYPE_CHECKING:
-    from runner.environment import RunContext
-
-OK, SKIPPED, FAILED = "ok", "skipped", "failed"
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Every timed sample of one forward pass, in milliseconds per call."""
-
-    samples_ms: tuple[float, ...]
-    calls_per_sample: int = 1
-
-    @property
-    def median_ms(self) -> float:
-        return statistics.median(self.samples_ms)
-
-    @property
-    def spread(self) -> float:
-        """Interquartile range relative to the median: how noisy the samples were."""
-        if len(self.samples_ms) < 2:
-            return 0.0
-        low, _, high = statistics.quantiles(self.samples_ms, n=4)
-        return (high - low) / self.median_ms
-
-    @property
-    def measured_s(self) -> float:
-        """Time spent inside the timed calls."""
-        return sum(self.samples_ms) * self.calls_per_sample / 1000
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Timing:
-        return cls(tuple(data["samples_ms"]), data["calls_per_sample"])
+from runner.quant.cells import QuantCell
+from runner.timing import Timing, TimingSettings
 
 
 def _ratio(baseline: Timing | None, quantized: Timing | None) -> float | None:
@@ -51,8 +17,8 @@ def _ratio(baseline: Timing | None, quantized: Timing | None) -> float | None:
 
 @dataclass
 class CellResult:
-    cell: Cell
-    status: str  # OK, SKIPPED or FAILED
+    cell: QuantCell
+    status: str  # runner.contract.status: OK, SKIPPED or FAILED
     reason: str | None = None  # why it was skipped, or the error that failed it
     traceback: str | None = None  # of the error that failed it (kept out of the records)
     baseline_eager: Timing | None = None
@@ -102,12 +68,6 @@ class CellResult:
             return None
         return self.quantized_bytes / (self.quantized.median_ms / 1000) / 1e9
 
-    def records(self, context: RunContext) -> list[dict[str, Any]]:
-        """PyTorch OSS benchmark ("v3") records of this cell."""
-        from runner.quant.records import cell_records
-
-        return cell_records(self, context)
-
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["cell"] = self.cell.to_dict()
@@ -116,7 +76,7 @@ class CellResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CellResult:
         values = dict(data)
-        values["cell"] = Cell.from_dict(values["cell"])
+        values["cell"] = QuantCell.from_dict(values["cell"])
         if values.get("settings") is not None:
             values["settings"] = TimingSettings.from_dict(values["settings"])
         for key in ("baseline_eager", "quantized_eager", "baseline_compiled", "quantized_compiled"):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from runner.quant import models, recipes, shapes
-from runner.quant.cells import Cell
+from runner.quant.cells import QuantCell
 from runner.quant.recipes import CustomRecipe, Requirements, UnknownRecipe
 from runner.specs import SpecError, read_spec
 
@@ -73,10 +73,10 @@ class Spec:
     output_dir: str
     param_sets: tuple[ParamSet, ...]
 
-    def cells(self) -> list[Cell]:
+    def cells(self) -> list[QuantCell]:
         """Every cell, in torchao's order: parameter set, model type, shape, recipe, mode."""
         return [
-            Cell(
+            QuantCell(
                 name=params.name,
                 quantization=pairing.quantization,
                 sparsity=pairing.sparsity,

@@ -36,7 +36,7 @@ def test_unknown_key_unknown_recipe_and_bad_shape_are_all_reported():
                             "[m, k, n]") for p in found)
 
 
-def test_disabled_recipes_are_refused_by_name_and_by_family(seeded, custom_recipe):
+def test_disabled_recipes_are_refused_by_name_and_by_pattern(seeded, custom_recipe):
     Recipe.objects.filter(name__in=["int8dq", "int4wo"]).update(enabled=False)
     custom_recipe.enabled = False
     custom_recipe.save()
@@ -44,7 +44,7 @@ def test_disabled_recipes_are_refused_by_name_and_by_family(seeded, custom_recip
     assert found == [
         "quantization_config_recipe_names[1]: recipe 'int8dq': it is disabled in the recipe "
         "catalog (enable it in the admin, or remove it here)",
-        "quantization_config_recipe_names[2]: recipe 'int4wo-64': its family "
+        "quantization_config_recipe_names[2]: recipe 'int4wo-64': its pattern "
         "int4wo-<32|64|128|256>[-hqq] is disabled in the recipe catalog (enable it in the "
         "admin, or remove it here)",
         "quantization_config_recipe_names[3]: recipe 'my_int8': it is disabled in the recipe "
@@ -110,9 +110,9 @@ def test_the_admin_shows_each_problem_next_to_the_yaml_and_the_check_after_savin
 
 
 def test_every_catalog_admin_page_renders_for_a_maintainer(maintainer_client, seeded, config):
-    family = Recipe.objects.get(name="int4wo")
+    pattern = Recipe.objects.get(name="int4wo")
     pages = ["/admin/catalog/recipe/", "/admin/catalog/recipe/add/",
-             f"/admin/catalog/recipe/{family.pk}/change/",
+             f"/admin/catalog/recipe/{pattern.pk}/change/",
              "/admin/catalog/benchmarkconfig/", "/admin/catalog/benchmarkconfig/add/",
              "/admin/catalog/benchmarkconfig/import/",
              f"/admin/catalog/benchmarkconfig/{config.pk}/change/",
@@ -121,7 +121,7 @@ def test_every_catalog_admin_page_renders_for_a_maintainer(maintainer_client, se
              f"/admin/jobs/job/?config__id__exact={config.pk}"]
     for url in pages:
         assert maintainer_client.get(url, follow=True).status_code == 200, url
-    page = maintainer_client.get(f"/admin/catalog/recipe/{family.pk}/change/")
+    page = maintainer_client.get(f"/admin/catalog/recipe/{pattern.pk}/change/")
     assert "cuda, compute capability &gt;= 8.0" in page.content.decode()
     custom = Recipe.objects.get(name="my_int8")
     page = maintainer_client.get(f"/admin/catalog/recipe/{custom.pk}/change/")

@@ -19,9 +19,9 @@ def custom(**changes):
 
 @pytest.mark.parametrize(("name", "kind"), [
     ("int8dq", "builtin"), ("int4wo-64-hqq", "builtin"), ("int4wo-128", "builtin"),
-    ("int4wo", "family"), ("baseline", "builtin"),
+    ("int4wo", "pattern"), ("baseline", "builtin"),
 ])
-def test_built_in_names_and_families(name, kind):
+def test_built_in_names_and_patterns(name, kind):
     check = check_recipe({"name": name})
     assert (check.kind, check.errors) == (kind, {})
 
@@ -75,7 +75,7 @@ def test_bad_arguments_are_shown_on_the_kwargs_field(kwargs, expected):
 
 @pytest.mark.parametrize(("changes", "field", "expected"), [
     ({"name": "int8wo"}, "name", "is a built-in recipe; choose another name"),
-    ({"name": "int4wo"}, "name", "names the built-in family"),
+    ({"name": "int4wo"}, "name", "names the built-in pattern"),
     ({"name": "my quant"}, "name", "letters, digits"),
     ({"min_capability": "nine"}, "min_capability", 'must look like "8.9"'),
     ({"devices": ["tpu"]}, "devices", "drawn from cpu, cuda"),

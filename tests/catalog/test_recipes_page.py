@@ -51,7 +51,7 @@ def test_latest_geomean_per_device_linking_to_the_quantization_page(client, seed
         'torchao.quantization.Int8WeightOnlyConfig({"granularity": {"class": '
         '"torchao.quantization.PerGroup", "kwargs": {"group_size": 32}}})',
         "any device", 1.5, 4.0]
-    assert rows["int4wo-128"][1:] == ["built-in family (parameterised names)",
+    assert rows["int4wo-128"][1:] == ["built-in pattern (parameterised names)",
                                       "built-in: int4wo-<32|64|128|256>[-hqq]",
                                       "cuda, compute capability >= 8.0", 1.2, None]
     assert rows["int4wo-64-hqq"][4] == 1.1
@@ -81,4 +81,4 @@ def test_seed_recipes_adds_what_the_registry_has_and_keeps_the_rest(seeded):
     call_command("seed_recipes", stdout=out)
     assert out.getvalue() == "added 1 built-in recipes: int8wo\n"
     assert not Recipe.objects.get(name="int8dq").enabled
-    assert Recipe.objects.get(name="int4wo").kind == "family"
+    assert Recipe.objects.get(name="int4wo").kind == "pattern"

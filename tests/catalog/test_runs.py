@@ -1,6 +1,7 @@
 """Run now and schedules: configs become jobs through submit_job, in-process (eager Celery)."""
 
 import json
+from urllib.parse import quote_plus
 
 import pytest
 from celery import current_app
@@ -8,8 +9,8 @@ from django.test import Client
 from django.utils.html import escape
 
 from benchsite.catalog.models import BenchmarkConfig, Recipe
-from benchsite.catalog.results import latest_results_url
-from benchsite.jobs import tasks
+from benchsite.catalog.results import latest_commit
+from benchsite.catalog.tasks import submit_scheduled
 from benchsite.jobs.models import Job
 from benchsite.results.models import Result
 from tests.catalog.conftest import shown_messages, tiny_spec
@@ -36,9 +37,10 @@ def test_run_now_from_the_change_form_runs_the_config_and_links_its_results(
     assert speedups.count() == 2
     text = page.content.decode()
     assert f'href="/jobs/{job.pk}/">job {job.pk}</a>: succeeded, queue cpu' in text
-    url = latest_results_url(config)
-    assert url.startswith(f"/quantization/?repo=pytorch%2Fao&branch=main&sha={job.head_sha}"
-                          "&arch=")
+    commit = latest_commit(config)
+    assert (commit.repo, commit.branch, commit.sha) == ("pytorch/ao", "main", job.head_sha)
+    url = f"/quantization/?repo=pytorch%2Fao&branch=main&sha={job.head_sha}&arch=" + (
+        quote_plus(commit.arch))
     assert escape(url) in text
     cells = maintainer_client.get(url + "&format=json").json()
     assert {row[0] for row in cells["tables"][1]["rows"]} == {"my_int8"}
@@ -92,7 +94,7 @@ def test_the_scheduled_task_names_a_missing_config():
     from benchsite.jobs.submit import JobRefused
 
     with pytest.raises(JobRefused, match="benchmark config 'gone': no such config"):
-        tasks.submit_spec.apply(kwargs={"config": "gone", "queue": "cpu"}).get()
+        submit_scheduled.apply(kwargs={"config": "gone", "queue": "cpu"}).get()
 
 
 def test_bench_runs_and_schedules_a_config_by_name(config, capsys):
@@ -118,3 +120,18 @@ def test_bench_runs_and_schedules_a_config_by_name(config, capsys):
         call_command("bench", "schedule", "--config", "nope")
     with pytest.raises(CommandError, match="'nope': no such config"):
         call_command("bench", "run", "--config", "nope")
+    with pytest.raises(CommandError, match="its timing is set in the admin"):
+        call_command("bench", "run", "--config", config.name, "--samples", "3")
+
+
+def test_a_config_is_planned_once_when_it_runs(config, monkeypatch):
+    from benchsite.catalog.run import run_config
+    from benchsite.jobs import submit
+    from runner import families
+
+    plans = []
+    real = families.plan
+    monkeypatch.setattr(families, "plan", lambda *args: plans.append(args) or real(*args))
+    monkeypatch.setattr(submit, "enqueue", lambda job: None)
+    job = run_config(config, queue="cpu", via=Job.Via.COMMAND)
+    assert len(plans) == 1 and job.cells.count() == job.cells_total == 2

@@ -7,9 +7,9 @@ from django.core.management import call_command
 
 from benchsite.results.demo import sha
 from benchsite.results.ingest import store_upload
+from runner.compilers import models, records
+from runner.compilers.matrix import Config
 from runner.environment import RunContext
-from runner.experiments import models, records
-from runner.experiments.matrix import Config
 
 H100 = "NVIDIA H100 80GB HBM3"
 CPU = "Test CPU"
@@ -63,7 +63,7 @@ def test_cells_link_to_the_models_of_a_backend_and_suite(client, demo):
 
 
 def _store(sha_value, speedup_of, accuracy_of):
-    """The experiment runner's records of two backends, as `python -m runner experiments`
+    """The experiment runner's records of two backends, as `python -m runner compilers`
     writes them, uploaded for one commit."""
     found = []
     for name in ("mlp", "lstm"):

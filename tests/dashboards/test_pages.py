@@ -181,3 +181,46 @@ def test_compare_page_counts_changes_and_drills_down(client, demo):
     html = client.get(f"/compare/{base}...{head}?repo=pytorch/ao").content.decode()
     assert f"https://github.com/pytorch/ao/commit/{head}" in html
     assert client.get(f"/compare/{'0' * 40}...{'1' * 40}?repo=pytorch/ao").status_code == 404
+
+
+FORMULA = '=HYPERLINK("https://evil.example","click")'
+
+
+def test_csv_downloads_quote_names_a_spreadsheet_would_run(client, db):
+    store_upload(json.dumps([record(TORCHAO, **NOW, model={"name": FORMULA})]).encode())
+    run = Run.objects.get()
+    for url in [f"/runs/{run.pk}/", "/explorer/?repo=pytorch/ao&table=series"]:
+        rows = csv_rows(client, url)
+        assert "'" + FORMULA in rows[1][0:2], url
+        assert FORMULA not in [cell for row in rows for cell in row], url
+    assert get_json(client, f"/runs/{run.pk}/")["tables"][0]["rows"][0][1] == FORMULA
+
+
+def test_a_run_links_to_the_benchsite_job_whose_cell_uploaded_it(client, db):
+    from benchsite.jobs.models import Job, JobCell
+
+    stored = store_upload(json.dumps([record(TORCHAO, **NOW, name="anything")]).encode())
+    run = Run.objects.get()
+    job = Job.objects.create(name="cpu_small.yml", spec_yaml="", queue="cpu",
+                             submitted_via="api", repo=run.repo, head_branch=run.head_branch,
+                             head_sha=run.head_sha)
+    html = client.get(f"/runs/{run.pk}/").content.decode()
+    assert f'href="/jobs/{job.pk}/"' not in html  # no cell of the job uploaded it yet
+    JobCell.objects.create(job=job, index=0, key="int8wo", cell={}, upload=stored.upload)
+    html = client.get(f"/runs/{run.pk}/").content.decode()
+    assert f'<a href="/jobs/{job.pk}/">job {job.pk}</a>' in html
+
+
+def test_jobs_and_regressions_pages_are_json_and_csv_too(client, db):
+    from benchsite.jobs.models import Job
+
+    job = Job.objects.create(name="cpu_small.yml", spec_yaml="", queue="cpu",
+                             submitted_via="api", repo="pytorch/ao", head_branch="main",
+                             head_sha="a" * 40)
+    jobs = get_json(client, "/jobs/")
+    assert jobs["tables"][0]["rows"][0][:4] == [job.pk, "cpu_small.yml", "cpu", "pending"]
+    assert csv_rows(client, "/jobs/?status=pending")[1][0] == str(job.pk)
+    assert get_json(client, "/jobs/?status=failed")["tables"][0]["rows"] == []
+    assert get_json(client, f"/jobs/{job.pk}/")["filters"] == {"job": job.pk}
+    assert get_json(client, "/regressions/")["tables"][0]["rows"] == []
+    assert client.get("/jobs/999999/").status_code == 404

@@ -31,9 +31,11 @@ FAST_TIMING = {"samples": 3, "warmup_s": 0.0, "min_sample_s": 0.0}
 
 
 def _database_url() -> str:
+    """The test database's URL, for the worker process."""
     from django.db import connection
 
     database = connection.settings_dict
+    # SQLite's test database lives in this process's memory: a worker process cannot open it.
     if connection.vendor != "postgresql":
         pytest.skip("the worker integration tests need PostgreSQL (set DATABASE_URL)")
     host = database["HOST"] or "127.0.0.1"

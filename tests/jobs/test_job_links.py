@@ -8,7 +8,7 @@ from benchsite.jobs.models import Job
 @pytest.mark.parametrize("family, expected", [
     ("quantization", "/quantization/?repo=pytorch%2Fao&branch=main&sha=abc"),
     ("kernels", "/kernels/?repo=pytorch%2Fao&branch=main&sha=abc"),
-    ("experiments", "/compilers/?repo=pytorch%2Fao"),
+    ("compilers", "/compilers/?repo=pytorch%2Fao"),
     ("instructions", "/instructions/?repo=pytorch%2Fao"),
 ])
 def test_dashboard_url_follows_the_family(family, expected):

@@ -1,7 +1,6 @@
 """Jobs in the embedded mode (no broker: cells run in-process through the same task)."""
 
 import pytest
-from django.core.management import CommandError, call_command
 
 from benchsite.jobs import tasks
 from benchsite.jobs.models import Job, JobCell
@@ -37,7 +36,8 @@ def test_api_job_runs_every_cell_and_stores_results(api, make_token):
     assert {cell.status for cell in cells} == {"succeeded"}
     assert all(cell.upload_id and cell.measured_s > 0 and cell.attempts == 1 for cell in cells)
     run = Run.objects.get()
-    assert (run.repo, run.head_sha, run.workflow_id) == ("pytorch/ao", "c" * 40, job.pk)
+    assert job.runs().get() == run  # through its cells' uploads
+    assert (run.repo, run.head_sha, run.name) == ("pytorch/ao", "c" * 40, "small.yml")
     assert run.dependencies["torch"]["version"].startswith("2.13")
     assert Upload.objects.filter(source="worker").count() == 4
     speedups = Result.objects.filter(series__metric="Fwd Speedup (x)")
@@ -55,17 +55,6 @@ def test_api_refusals(api, make_token):
     assert submit(api, make_token("other/repo")).status_code == 403
     assert api.post("/api/v3/jobs", {"spec": SMALL_SPEC}, format="json").status_code in (401, 403)
     assert Job.objects.count() == 0
-
-
-def test_bench_command_waits_and_prints_each_cell(tmp_path, capsys):
-    spec = tmp_path / "small.yml"
-    spec.write_text(SMALL_SPEC)
-    call_command("bench", "run", str(spec), "--queue", "cpu", "--wait", "--samples", "3")
-    out = capsys.readouterr().out
-    assert "job 1: 4 cells on queue 'cpu'" in out.replace(f"job {Job.objects.get().pk}", "job 1")
-    assert out.count("succeeded") >= 5
-    with pytest.raises(CommandError, match="no such file|No such file"):
-        call_command("bench", "run", str(tmp_path / "missing.yml"))
 
 
 def test_skipped_cells_are_recorded_with_their_reason():
@@ -130,15 +119,6 @@ def test_cancel_stops_pending_cells(api, make_token, undelivered):
     assert Result.objects.count() == 0
 
 
-def test_schedule_task_submits_a_spec_file(tmp_path):
-    spec = tmp_path / "nightly.yml"
-    spec.write_text(SMALL_SPEC)
-    job_id = tasks.submit_spec.apply(args=[str(spec), "cpu"],
-                                     kwargs={"timing": FAST_TIMING}).get()
-    job = Job.objects.get(pk=job_id)
-    assert job.submitted_via == "schedule" and job.status == "succeeded"
-
-
 def test_job_pages(client):
     job = submit_job(SMALL_SPEC, name="small.yml", queue="cpu", via="api", timing=FAST_TIMING)
     listing = client.get("/jobs/")
@@ -155,26 +135,6 @@ def test_job_pages(client):
     assert all(row[4] is not None and row[-1] == "ok" for row in cells)
 
 
-def test_bench_schedule_creates_a_beat_entry_that_submits_the_spec(tmp_path, capsys):
-    from django_celery_beat.models import PeriodicTask
-
-    spec = tmp_path / "nightly.yml"
-    spec.write_text(SMALL_SPEC)
-    call_command("bench", "schedule", str(spec), "--queue", "cpu", "--cron", "0 3 * * *")
-    assert "created schedule 'nightly.yml on cpu'" in capsys.readouterr().out
-    entry = PeriodicTask.objects.get()
-    assert entry.task == "benchsite.jobs.tasks.submit_spec"
-    assert str(entry.crontab).startswith("0 3 * * *")
-    with pytest.raises(CommandError, match="five fields"):
-        call_command("bench", "schedule", str(spec), "--cron", "daily")
-    import json
-
-    from celery import current_app
-
-    job_id = current_app.tasks[entry.task].apply(kwargs=json.loads(entry.kwargs)).get()
-    assert Job.objects.get(pk=job_id).submitted_via == "schedule"
-
-
 def test_soft_time_limit_fails_the_cell_and_the_job_ends(monkeypatch):
     from celery.exceptions import SoftTimeLimitExceeded
 
@@ -186,4 +146,3 @@ def test_soft_time_limit_fails_the_cell_and_the_job_ends(monkeypatch):
     job.refresh_from_db()
     assert job.status == "failed" and job.cells_done == 4
     assert "timed out after 1800 s" in job.cells.first().error
-

@@ -96,10 +96,12 @@ def test_the_direction_override_and_unknown_directions():
                            metric=("widgets", ""))["m"]
     [change] = detect_series([series.pk])  # direction unknown: no HUD policy either
     assert (change.kind, change.direction) == ("change", "")
+    assert change.direction_rule.startswith("unknown: no table entry and no telling word")
     MetricDirection.objects.create(metric="widgets", direction="higher")
     Regression.objects.all().delete()
-    kinds = {r.detector: r.kind for r in detect_series([series.pk])}
-    assert kinds == {"changepoint": "improvement"}
+    found = detect_series([series.pk])
+    assert {r.detector: r.kind for r in found} == {"changepoint": "improvement"}
+    assert found[0].direction_rule == "override: widgets: higher is better"
 
 
 @pytest.mark.django_db

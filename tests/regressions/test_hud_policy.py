@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from benchsite.regressions.detect import HIGHER, LOWER, baselines, hud_policy
+from benchsite.regressions.detect import baselines, hud_policy
+from runner.contract.directions import HIGHER, LOWER
 
 FLAT = [1.0, 1.01, 0.99, 1.0, 1.0, 0.99]  # the baseline window
 
@@ -18,15 +19,15 @@ def test_the_latest_two_violations_in_a_row_are_a_regression():
 
 def test_three_in_a_row_elsewhere_are_suspicious_and_one_is_nothing():
     assert hud_policy.status(FLAT + [1.2, 1.2, 1.2, 1.0], LOWER) == hud_policy.SUSPICIOUS
-    assert hud_policy.status(FLAT + [1.0, 1.0, 1.0, 1.2], LOWER) == hud_policy.OK
+    assert hud_policy.status(FLAT + [1.0, 1.0, 1.0, 1.2], LOWER) == hud_policy.NO_REGRESSION
 
 
 def test_the_direction_decides_what_violates():
     values = FLAT + [1.0, 1.0, 0.8, 0.8]
-    assert hud_policy.status(values, LOWER) == hud_policy.OK
+    assert hud_policy.status(values, LOWER) == hud_policy.NO_REGRESSION
     assert hud_policy.status(values, HIGHER) == hud_policy.REGRESSION
     tolerant = hud_policy.Params(tolerance=0.25)
-    assert hud_policy.status(values, HIGHER, tolerant) == hud_policy.OK
+    assert hud_policy.status(values, HIGHER, tolerant) == hud_policy.NO_REGRESSION
 
 
 def test_too_few_points_are_insufficient_data():
@@ -36,7 +37,7 @@ def test_too_few_points_are_insufficient_data():
 
 def test_the_baseline_statistic_can_be_the_minimum():
     values = [1.0, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
-    assert hud_policy.status(values, LOWER) == hud_policy.OK
+    assert hud_policy.status(values, LOWER) == hud_policy.NO_REGRESSION
     assert hud_policy.status(values, LOWER, hud_policy.Params(tolerance=0.05, statistic="min")) \
         == hud_policy.REGRESSION
 

@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -74,10 +75,14 @@ def test_a_regression_page_charts_the_series_escaped(client, found):
     assert "/static/plotly/plotly.min.js" in html
     assert sha(24) in html and sha(25) in html  # last good .. first bad
     assert "HUD policy now" in html and "Log in</a> to triage" in html
+    assert "table: micro-benchmark api / Quantized Fwd Time (ms)" in html  # why lower is better
     figure = json.loads(html.split('<script id="chart-data" type="application/json">')[1]
                         .split("</script>")[0])
     assert figure["layout"]["title"]["text"].startswith("micro-benchmark api / &lt;img src=x")
     assert len(figure["data"][1]["x"]) == 40
+    as_json = client.get(regression.get_absolute_url() + "?format=json").json()
+    assert as_json["figures"] == [figure]
+    assert as_json["tables"][0]["rows"][0][1:4] == ["detector", None, "open"]
 
 
 def test_the_chart_payload_marks_changes_and_escapes_every_label(found):
@@ -134,7 +139,7 @@ def test_a_triager_changes_the_state_with_a_note(client, found, triager):
 
 def test_silent_devices_are_listed(client, found):
     SilenceAlert.objects.create(key="k", repo="pytorch/ao", device="cuda", arch="NVIDIA A100",
-                                last_seen="2025-01-01T00:00Z", usual_gap="1 00:00:00",
-                                runs_seen=9)
+                                last_seen=datetime(2025, 1, 1, tzinfo=UTC),
+                                usual_gap=timedelta(days=1), runs_seen=9)
     html = client.get("/regressions/").content.decode()
     assert "device NVIDIA A100" in html

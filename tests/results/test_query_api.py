@@ -90,6 +90,15 @@ def test_csv_keeps_infinities(api, history):
     assert row["values"] == '["inf",12.5]' and math.isinf(float(row["value"]))
 
 
+def test_csv_quotes_names_a_spreadsheet_would_run(api, db):
+    formula = '=HYPERLINK("https://evil.example","click")'
+    upload([record(**META, model={"name": formula})])
+    response = api.get("/api/v3/results?format=csv")
+    [row] = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
+    assert row["model"] == "'" + formula
+    assert api.get("/api/v3/results").json()["results"][0]["model"] == formula
+
+
 def test_results_query_count_does_not_grow_with_rows(api, history, django_assert_max_num_queries):
     with django_assert_max_num_queries(1):
         api.get("/api/v3/results?limit=100")

@@ -4,7 +4,8 @@ import math
 from django.core.management import call_command
 
 from benchsite.results.ingest import store_upload
-from benchsite.results.models import RunSummary
+from benchsite.results.ingest.summaries import resummarize_runs
+from benchsite.results.models import Run, RunSummary
 from tests.results.samples import INDUCTOR_ACCURACY, META, TORCHAO, record
 
 
@@ -51,8 +52,6 @@ def test_rederive_rebuilds_summaries(db):
 
 
 def test_ingestion_totals_match_a_rebuild_from_stored_results(db):
-    from benchsite.results.summaries import resummarize_runs
-
     store([speedup("a", 2.0), speedup("b", "inf"), accuracy("m1", "pass")])
     store([accuracy("m2", "fail_accuracy"), speedup("c", 0.0)])
     fields = ("run_id", "repo", "branch", "timestamp", "benchmark", "mode", "dtype", "backend",
@@ -64,3 +63,15 @@ def test_ingestion_totals_match_a_rebuild_from_stored_results(db):
     assert len(incremental) == 2
     assert [row[:-1] for row in incremental] == [row[:-1] for row in rebuilt]
     assert all(math.isclose(a[-1], b[-1]) for a, b in zip(incremental, rebuilt, strict=True))
+
+
+def test_summaries_are_found_by_the_runs_exact_timestamp(db):
+    """The trends and recipes pages filter summaries on run timestamps with the ORM: the rows
+    ingestion writes with SQL must compare equal on every database (on SQLite they once were
+    text in another format, and /recipes/ showed nothing)."""
+    upload = store([speedup("a", 2.0)])
+    run = Run.objects.get()
+    assert RunSummary.objects.filter(timestamp=run.timestamp).count() == 1
+    assert RunSummary.objects.filter(timestamp__gte=run.timestamp, run=run).exists()
+    call_command("rederive_uploads", str(upload.pk))
+    assert RunSummary.objects.filter(timestamp=run.timestamp).count() == 1

@@ -5,9 +5,12 @@ import json
 import math
 
 import pytest
+from django.core.management import call_command
+from django.db import connection
 from django.test import override_settings
 
-from benchsite.results.models import Result, Run, Series, Upload
+from benchsite.results.ingest.store import SERIES_IDS
+from benchsite.results.models import Result, Run, Series, Upload, UploadToken
 from tests.results.samples import INDUCTOR_ACCURACY, META, MINIMAL, TORCHAO, VLLM, record
 
 URL = "/api/v3/results"
@@ -218,8 +221,6 @@ def test_missing_token_wrong_token_and_other_repo(api, token, make_token):
 
 
 def test_revoked_token(api, token):
-    from benchsite.results.models import UploadToken
-
     UploadToken.objects.update(is_active=False)
     assert post(api, token, [record(**META)]).status_code == 401
 
@@ -241,41 +242,34 @@ def test_bad_gzip_and_unknown_encoding(api, token):
 
 
 def test_create_upload_token_command(api, db, capsys):
-    from django.core.management import call_command
-
     call_command("create_upload_token", "--repo", "pytorch/ao")
     secret = capsys.readouterr().out.strip()
     assert secret.startswith("bst_")
     assert post(api, secret, [record(**META)]).status_code == 201
-    from benchsite.results.models import UploadToken
 
     assert UploadToken.objects.get().digest == UploadToken.hash(secret)  # stored hashed
 
 
 def test_series_ids_are_cached_only_after_commit(api, token, django_capture_on_commit_callbacks):
-    from benchsite.results.ingest import SERIES_ID_CACHE
-
-    SERIES_ID_CACHE.ids.clear()
+    SERIES_IDS.clear()
     with django_capture_on_commit_callbacks(execute=False):
         post(api, token, [record(**META)])
-    assert SERIES_ID_CACHE.get([Series.objects.get().identity])[1], "cached before commit"
+    series = Series.objects.get()
+    assert SERIES_IDS.get((connection.alias, series.identity)) is None, "cached before commit"
     with django_capture_on_commit_callbacks(execute=True):
         post(api, token, [record(**{**META, "head_sha": "b" * 40})])
-    found, missing = SERIES_ID_CACHE.get([Series.objects.get().identity])
-    assert not missing and found == {Series.objects.get().identity: Series.objects.get().id}
-    SERIES_ID_CACHE.ids.clear()
+    assert SERIES_IDS.get((connection.alias, series.identity)) == series.id
+    SERIES_IDS.clear()
 
 
 def test_series_id_cache_survives_deleted_series(api, token, django_capture_on_commit_callbacks):
-    from benchsite.results.ingest import SERIES_ID_CACHE
-
     with django_capture_on_commit_callbacks(execute=True):
         post(api, token, [record(**META)])
     Series.objects.all().delete()  # also what a flushed test database looks like
     post(api, token, [record(**{**META, "head_sha": "b" * 40})])
     result = Result.objects.select_related("series").get()
     assert result.series.model == "int8wo-1024-1024-1024"
-    SERIES_ID_CACHE.ids.clear()
+    SERIES_IDS.clear()
 
 
 def test_free_memory_readings_do_not_split_a_run(api, token):
@@ -288,8 +282,6 @@ def test_free_memory_readings_do_not_split_a_run(api, token):
 
 
 def test_results_are_rederived_from_the_raw_payload(api, token, capsys):
-    from django.core.management import call_command
-
     response = post(api, token, [record(TORCHAO)], "?repo=pytorch/ao&head_branch=main&head_sha=s")
     upload_id = response.json()["upload_id"]
     original = Result.objects.get()

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from runner.quant.cells import Cell, TimingSettings
+from runner.quant.cells import QuantCell
 from runner.quant.shapes import Shape
+from runner.timing import TimingSettings
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "specs"
 FAST = TimingSettings(samples=3, warmup_s=0.0, min_sample_s=0.0005)
-RUN_METADATA = {"repo": "pytorch/ao", "head_branch": "main", "head_sha": "abc123"}
+
+
+def series_names(records: list[dict[str, Any]]) -> set[str]:
+    """What tells a record's series from another's: all of it but the metric's values (the
+    server derives its series from these fields)."""
+    return {json.dumps([r["benchmark"], r["model"], r["metric"]["name"]], sort_keys=True)
+            for r in records}
 
 
 @pytest.fixture
 def make_cell(tmp_path):
-    def make(quantization: str = "int8wo", **overrides) -> Cell:
+    def make(quantization: str = "int8wo", **overrides) -> QuantCell:
         values = {
             "name": "test",
             "quantization": quantization,
@@ -29,6 +38,6 @@ def make_cell(tmp_path):
             "output_dir": str(tmp_path / "inference"),
         }
         values.update(overrides)
-        return Cell(**values)
+        return QuantCell(**values)
 
     return make

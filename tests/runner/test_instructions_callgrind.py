@@ -7,11 +7,11 @@ import shutil
 import statistics
 
 import pytest
-from conftest import RUN_METADATA
 
-from benchsite.results.v3 import validate_records
+from runner.contract.record import problems
+from runner.contract.status import FAILED, OK
 from runner.environment import RunContext
-from runner.instructions.callgrind import FAILED, OK, MeasureSettings, Pool
+from runner.instructions.callgrind import MeasureSettings, Pool
 from runner.instructions.definitions import Benchmark, Definition, Signature
 from runner.instructions.records import measurement_records
 
@@ -42,6 +42,6 @@ def test_counts_repeat_and_a_failure_does_not_stop_the_others(valgrind):
     assert all(r.spread < TOLERANCE for r in results[:2]), [r.per_call for r in results[:2]]
     assert all(len(r.counts) == 2 and r.number == 1000 and r.wall_us for r in results[:2])
     records = [record for r in results for record in measurement_records(r, RunContext.collect())]
-    assert validate_records(records, RUN_METADATA) == []
+    assert problems(records) == []
     print(f"\nadd: {results[0].per_call} and {results[1].per_call} instructions per call, "
           f"{results[0].seconds:.0f} s and {results[1].seconds:.0f} s")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.instructions.callgrind import FAILED, SKIPPED, MeasureSettings, Pool
+from runner.contract.status import FAILED, SKIPPED
+from runner.instructions.callgrind import MeasureSettings, Pool
 from runner.instructions.definitions import Benchmark, Definition, Signature
 
 pytestmark = pytest.mark.torch

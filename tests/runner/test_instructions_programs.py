@@ -3,8 +3,9 @@ counting: eager and TorchScript, forward and forward+backward, and the skip reas
 
 import pytest
 
+from runner.contract.status import FAILED, SKIPPED
 from runner.instructions.builtin import BUILTIN
-from runner.instructions.callgrind import FAILED, SKIPPED, MeasureSettings
+from runner.instructions.callgrind import MeasureSettings
 from runner.instructions.definitions import Benchmark, Definition, Signature, expand
 
 pytestmark = pytest.mark.torch

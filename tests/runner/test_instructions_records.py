@@ -1,14 +1,16 @@
-"""Measurements as OSS v3 records (checked by the upload API's validator), the CLI's table,
+"""Measurements as OSS v3 records (checked against the record contract), the CLI's table,
 and the family's run of one cell."""
 
 import pytest
-from conftest import RUN_METADATA
+from conftest import series_names
 
-from benchsite.results.direction import LOWER, infer
-from benchsite.results.v3 import normalize, validate_records
+from runner.contract.directions import LOWER, direction
+from runner.contract.names import INSTRUCTIONS_BENCHMARK
+from runner.contract.record import problems
+from runner.contract.status import FAILED, OK, SKIPPED
 from runner.environment import RunContext
 from runner.instructions import family
-from runner.instructions.callgrind import FAILED, OK, SKIPPED, Measurement, MeasureSettings
+from runner.instructions.callgrind import Measurement, MeasureSettings
 from runner.instructions.cli import table
 from runner.instructions.definitions import Benchmark, Definition, Signature
 from runner.instructions.records import measurement_records
@@ -32,7 +34,7 @@ def test_a_count_is_two_metrics_of_one_series_per_expansion(context):
     eager = measurement_records(counted(Benchmark(LINEAR)), context)
     scripted = measurement_records(counted(Benchmark(LINEAR, "torchscript", "forward_backward",
                                                      threads=4)), context)
-    assert validate_records(eager + scripted, RUN_METADATA) == []
+    assert problems(eager + scripted) == []
     count, wall = eager
     assert count["benchmark"] == {"name": "instruction counts", "mode": "inference",
                                   "extra_info": {"runtime": "eager", "autograd": "forward",
@@ -49,17 +51,19 @@ def test_a_count_is_two_metrics_of_one_series_per_expansion(context):
     assert scripted[0]["benchmark"]["mode"] == "training"
     assert scripted[0]["benchmark"]["extra_info"] == {
         "runtime": "torchscript", "autograd": "forward_backward", "threads": 4}
-    batch, problems = normalize(eager + scripted, RUN_METADATA)
-    assert not problems and len(batch.series) == 4  # every expansion its own series
-    assert infer("instruction_count", "count") == LOWER
-    assert infer("wall_time", "us") == LOWER
+    assert len(series_names(eager + scripted)) == 4  # every expansion its own series
+    for record in count, wall:
+        metric = record["metric"]
+        assert direction(metric["name"], INSTRUCTIONS_BENCHMARK,
+                         metric["extra_info"]["unit"]).better == LOWER
 
 
 def test_skipped_and_failed_stay_visible_as_status_records(context):
     skipped = Measurement(Benchmark(LINEAR, "torchscript"), SKIPPED, error="TorchScript: no")
     failed = Measurement(Benchmark(LINEAR), FAILED, error="attempt 1: timed out after 3 s")
     [skip], [fail] = (measurement_records(m, context) for m in (skipped, failed))
-    assert validate_records([skip, fail], RUN_METADATA) == []
+    assert problems([skip, fail]) == []
+    assert "benchmark_values" not in skip["metric"]  # a string result only
     assert skip["metric"]["extra_info"] == {"benchmark_values": ["skipped"],
                                             "reason": "TorchScript: no"}
     assert fail["metric"]["extra_info"] == {"benchmark_values": ["failed"],

@@ -111,7 +111,7 @@ def test_every_problem_is_listed_with_its_key_path():
         "filter: not a valid regular expression: missing ), unterminated subpattern at "
         "position 0",
         "number: must be an integer of at least 1, not 0",
-        "timeout_s: must be a positive number of seconds, not -1",
+        "timeout_s: must be a number of seconds above 0, not -1",
     ]
 
 

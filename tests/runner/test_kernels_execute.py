@@ -2,12 +2,16 @@
 included) with its tolerance, skipped and failing backends, and the records they make."""
 
 import pytest
-from conftest import FAST, RUN_METADATA
+from conftest import FAST, series_names
 
+from runner.contract import directions
+from runner.contract.directions import HIGHER, LOWER
+from runner.contract.names import KERNELS_BENCHMARK
+from runner.contract.record import problems
 from runner.kernels import backends, family
 from runner.kernels.backends import Backend
 from runner.kernels.definitions import KERNELS, bytes_moved
-from runner.kernels.spec import Cell
+from runner.kernels.spec import KernelCell
 
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
@@ -22,9 +26,9 @@ def context():
     return RunContext.collect()
 
 
-def cell(kernel="softmax", direction="forward", backend="eager", **overrides) -> Cell:
+def cell(kernel="softmax", direction="forward", backend="eager", **overrides) -> KernelCell:
     values = {"m": 8, "n": 16, "dtype": "float32", "device": "cpu", "compile_mode": None}
-    return Cell(kernel, direction, backend=backend, **{**values, **overrides})
+    return KernelCell(kernel, direction, backend=backend, **{**values, **overrides})
 
 
 def add_backend(monkeypatch, name, build, **options):
@@ -161,23 +165,20 @@ def test_a_failing_backend_fails_there_and_the_other_cells_finish(monkeypatch, c
         failed.error
     [status] = failed.records
     assert status["metric"]["extra_info"]["benchmark_values"] == ["failed"]
+    assert "benchmark_values" not in status["metric"]  # a string result only
     assert len(state["eager_timings"]) == 3  # the flaky cells reused the eager timings
     assert outcomes["8x64/float32/cpu/flaky"].detail.settings.min_sample_s == 0.0005
 
 
 def test_records_form_one_series_per_kernel_backend_shape_and_metric(context):
-    from benchsite.results.direction import HIGHER, LOWER, infer
-    from benchsite.results.v3 import normalize
-
     eager_timings, records = {}, []
     for n, backend, mode in ((32, "eager", None), (16, "eager", None),
                              (16, "compiled", "default")):
         result = run_cell(cell("layer_norm", backend=backend, compile_mode=mode, n=n), FAST,
                           eager_timings)
         records += cell_records(result, context)
-    batch, problems = normalize(records, RUN_METADATA)
-    assert problems == [] and len(batch.runs) == 1
-    assert len(batch.series) == len(records) == 2 + 2 + 4
+    assert problems(records) == []
+    assert len(series_names(records)) == len(records) == 2 + 2 + 4
     record = records[-1]
     assert record["benchmark"] == {
         "name": "fused kernels", "mode": "forward", "dtype": "float32",
@@ -189,7 +190,7 @@ def test_records_form_one_series_per_kernel_backend_shape_and_metric(context):
     units = {r["metric"]["name"]: r["metric"]["extra_info"].get("unit") for r in records}
     assert units == {"latency": "ms", "memory_bandwidth": "GB/s", "speedup": "x",
                      "accuracy": None}
-    assert [infer(name, unit) for name, unit in units.items() if unit] == [LOWER, HIGHER,
-                                                                           HIGHER]
+    assert [directions.direction(name, KERNELS_BENCHMARK, unit).better
+            for name, unit in units.items() if unit] == [LOWER, HIGHER, HIGHER]
     latency = next(r["metric"] for r in records if r["metric"]["name"] == "latency")
     assert len(latency["benchmark_values"]) == FAST.samples

@@ -9,7 +9,7 @@ from conftest import FIXTURES
 
 from runner import families
 from runner.kernels import family
-from runner.kernels.spec import Cell, parse
+from runner.kernels.spec import KernelCell, parse
 from runner.specs import SpecError, read_spec
 
 
@@ -23,7 +23,7 @@ def test_defaults_and_order_eager_first():
         "softmax/backward/64x128/bfloat16/cuda/compiled:max-autotune-no-cudagraphs",
     ]
     assert cells[0].atol is None and cells[0].timing == {}
-    assert Cell.from_dict(cells[1].to_dict()) == cells[1]
+    assert KernelCell.from_dict(cells[1].to_dict()) == cells[1]
 
 
 def test_compile_modes_tolerance_and_timing_reach_the_cells():
@@ -44,7 +44,7 @@ def test_every_problem_is_listed_with_its_key_path():
                "backends": [], "compile_modes": ["fast"], "shapes": [[0, 4], "3y4", [2, 2],
                                                                      "2x2"],
                "dtype": "int8", "device": "tpu", "tolerance": {"atol": 0.1},
-               "timing": {"samples": 0, "min_sample_s": 0, "flush": True}, "extra": 1},
+               "timing": {"samples": 0, "min_sample_s": -1, "flush": True}, "extra": 1},
               "bad.yml")
     error = caught.value
     assert error.source == "bad.yml"
@@ -64,10 +64,10 @@ def test_every_problem_is_listed_with_its_key_path():
         "dtype: 'int8' is not one of float32, bfloat16, float16",
         "device: 'tpu' is not one of cuda, cpu",
         "tolerance.rtol: required with the other: a number of at least 0",
-        "timing.samples: must be an integer of at least 1",
-        "timing.min_sample_s: must be a number of seconds above 0",
-        "timing.flush: unknown; expected one of samples, warmup_s, min_sample_s, threads, "
-        "flush_l2",
+        "timing: unknown settings ['flush']; known: ['samples', 'warmup_s', 'min_sample_s', "
+        "'threads', 'flush_l2']",
+        "timing.samples: must be an integer of at least 1, not 0",
+        "timing.min_sample_s: must be a number of seconds of at least 0, not -1",
     ]
 
 
@@ -82,8 +82,8 @@ def test_fixture_plans_through_the_families_interface_and_settings_are_checked()
     assert len(planned) == 4 * 2 * 2 * 4  # kernels x directions x shapes x backends
     assert planned[0].key == "cross_entropy/forward/256x512/float32/cpu/eager"
     family.check_settings({"samples": 5, "flush_l2": False})
-    with pytest.raises(ValueError, match="samples: must be an integer of at least 1; "
-                                         "speed: unknown"):
+    with pytest.raises(ValueError, match=r"unknown settings \['speed'\]; .*; "
+                                         "samples: must be an integer of at least 1"):
         family.check_settings({"samples": 0, "speed": 1})
 
 

@@ -7,11 +7,13 @@ import pytest
 from conftest import FAST
 
 from runner.quant import models
-from runner.quant.cells import Cell, TimingSettings
+from runner.quant.cells import QuantCell
 from runner.quant.execute import BaselineCache, run_cell, run_spec
 from runner.quant.recipes import CustomRecipe, Requirements
+from runner.quant.records import cell_records
 from runner.quant.results import CellResult
 from runner.quant.shapes import Shape
+from runner.timing import TimingSettings
 
 pytestmark = pytest.mark.torch
 
@@ -21,7 +23,7 @@ def cpu_results(tmp_path_factory) -> dict[str, CellResult]:
     """The recipes that run on CPU with torch 2.13 / torchao 0.18, on one small linear."""
     out = tmp_path_factory.mktemp("out")
     cells = [
-        Cell("cpu", q, None, Shape("custom", 32, 64, 128), "linear", "bfloat16", "cpu", None,
+        QuantCell("cpu", q, None, Shape("custom", 32, 64, 128), "linear", "bfloat16", "cpu", None,
              str(out))
         for q in ("baseline", "int8wo", "int8dq", "float8wo")
     ]
@@ -188,4 +190,4 @@ def test_results_round_trip_through_plain_json(cpu_results, make_cell):
 def _records(result):
     from runner.environment import RunContext
 
-    return result.records(RunContext.collect())
+    return cell_records(result, RunContext.collect())

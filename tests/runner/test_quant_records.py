@@ -1,16 +1,18 @@
-"""Output formats: v3 records checked by the upload API's validator, CSV and the table."""
+"""Output formats: v3 records checked against the record contract, CSV and the table."""
 
 import csv
 import json
 
 import pytest
-from conftest import FAST, RUN_METADATA
+from conftest import FAST
 
-from benchsite.results.v3 import validate_records
+from runner.contract.record import problems
 from runner.environment import RunContext
 from runner.outputs import write_json
+from runner.quant.records import cell_records
 from runner.quant.report import CSV_COLUMNS, table, write_csv
-from runner.quant.results import CellResult, Timing
+from runner.quant.results import CellResult
+from runner.timing import Timing
 
 pytestmark = pytest.mark.torch
 
@@ -24,14 +26,14 @@ def context() -> RunContext:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> list[CellResult]:
-    from runner.quant.cells import Cell
+    from runner.quant.cells import QuantCell
     from runner.quant.execute import run_spec
     from runner.quant.shapes import Shape
 
     out = str(tmp_path_factory.mktemp("out"))
 
     def cell(quantization, sparsity=None, device="cpu"):
-        return Cell("cpu", quantization, sparsity, Shape("custom", 32, 64, 128), "linear",
+        return QuantCell("cpu", quantization, sparsity, Shape("custom", 32, 64, 128), "linear",
                     "bfloat16", device, None, out)
 
     return run_spec(
@@ -40,14 +42,14 @@ def results(tmp_path_factory) -> list[CellResult]:
     )
 
 
-def test_records_pass_the_upload_validator(results, context):
-    records = [record for result in results for record in result.records(context)]
-    assert validate_records(records, RUN_METADATA) == []
+def test_records_keep_the_record_contract(results, context):
+    records = [record for result in results for record in cell_records(result, context)]
+    assert problems(records) == []
     json.dumps(records, allow_nan=False)  # what the uploader sends
 
 
 def test_ok_cell_records_in_torchaos_format(results, context):
-    records = results[0].records(context)
+    records = cell_records(results[0], context)
     names = [r["metric"]["name"] for r in records]
     assert names[:3] == TORCHAO_METRICS
     assert "Allocated Memory (MB)" not in names  # only measured on CUDA
@@ -71,7 +73,7 @@ def test_ok_cell_records_in_torchaos_format(results, context):
 
 def test_times_keep_every_sample_and_speedup_uses_medians(results, context):
     result = results[0]
-    by_name = {r["metric"]["name"]: r["metric"] for r in result.records(context)}
+    by_name = {r["metric"]["name"]: r["metric"] for r in cell_records(result, context)}
     quantized = by_name["Quantized Fwd Time (ms)"]
     assert quantized["benchmark_values"] == list(result.quantized_eager.samples_ms)
     assert quantized["extra_info"]["unit"] == "ms"
@@ -87,7 +89,7 @@ def test_times_keep_every_sample_and_speedup_uses_medians(results, context):
 def test_skipped_cells_stay_visible_as_status_records(results, context):
     sparse, no_cuda = results[2], results[3]
     assert sparse.status == no_cuda.status == "skipped"
-    [record] = sparse.records(context)
+    [record] = cell_records(sparse, context)
     assert record["model"]["name"] == "baseline+2:4-32-64-128"
     assert record["benchmark"]["dtype"] == "baseline+2:4"
     assert record["benchmark"]["extra_info"]["sparsity"] == "2:4"
@@ -96,23 +98,23 @@ def test_skipped_cells_stay_visible_as_status_records(results, context):
     assert record["metric"]["extra_info"] == {"benchmark_values": ["skipped"],
                                               "reason": "needs device cuda, the cell runs on cpu",
                                               "timing_samples": 3}
-    [record] = no_cuda.records(context)
+    [record] = cell_records(no_cuda, context)
     assert record["metric"]["extra_info"]["reason"] == "CUDA is not available on this machine"
     assert record["runners"][0]["name"] == "cuda"
 
 
 def test_failed_cells_carry_the_error(results, context):
     failed = CellResult(results[0].cell, "failed", "RuntimeError: boom")
-    [record] = failed.records(context)
+    [record] = cell_records(failed, context)
     assert record["metric"]["extra_info"] == {"benchmark_values": ["failed"],
                                               "error": "RuntimeError: boom"}
-    assert validate_records([record], RUN_METADATA) == []
+    assert problems([record]) == []
 
 
 def test_cuda_memory_is_reported_when_measured(results, context):
     result = CellResult(results[0].cell, "ok", baseline_eager=Timing((2.0,)),
                         quantized_eager=Timing((1.0,)), peak_memory_mb=12.5)
-    by_name = {r["metric"]["name"]: r["metric"] for r in result.records(context)}
+    by_name = {r["metric"]["name"]: r["metric"] for r in cell_records(result, context)}
     assert by_name["Allocated Memory (MB)"]["benchmark_values"] == [12.5]
     assert by_name["Fwd Speedup (x)"]["benchmark_values"] == [2.0]
 
@@ -132,7 +134,7 @@ def test_csv_has_torchaos_columns_then_ours(results, tmp_path):
 
 def test_json_output_is_a_valid_list(results, context, tmp_path):
     path = tmp_path / "out" / "results.json"
-    records = results[0].records(context)
+    records = cell_records(results[0], context)
     write_json(path, records)
     assert json.loads(path.read_text()) == records
     assert not list(path.parent.glob(".*partial"))
@@ -159,11 +161,11 @@ def test_cuda_records_describe_the_gpu(results):
     cell = results[3].cell  # a CUDA cell
     result = CellResult(cell, "ok", baseline_eager=Timing((2.0,)), quantized_eager=Timing((1.0,)),
                         peak_memory_mb=3.0, settings=results[0].settings)
-    record = result.records(gpu)[0]
+    record = cell_records(result, gpu)[0]
     assert record["benchmark"]["extra_info"]["arch"] == "NVIDIA H100 80GB HBM3"
     assert record["benchmark"]["extra_info"]["l2_flush"] is True
     runner = record["runners"][0]
     assert (runner["name"], runner["type"], runner["gpu_count"]) == ("cuda", gpu.gpu_info, 8)
     assert runner["gpu_mem_info"] == "79.1 GB" and runner["extra_info"]["gpu_capability"] == "9.0"
     assert record["dependencies"]["torch"]["extra_info"] == {"cuda": "12.8"}
-    assert validate_records(result.records(gpu), RUN_METADATA) == []
+    assert problems(cell_records(result, gpu)) == []

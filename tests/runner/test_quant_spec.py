@@ -6,7 +6,7 @@ import textwrap
 import pytest
 from conftest import FIXTURES
 
-from runner.quant.cells import Cell
+from runner.quant.cells import QuantCell
 from runner.quant.spec import SpecError, load_spec, parse_spec
 
 MINIMAL = {
@@ -139,7 +139,7 @@ def test_cell_round_trips_through_plain_json(make_cell):
          "kwargs": {"granularity": {"class": "torchao.quantization.PerTensor"}}},
     ]))
     for cell in [*spec.cells(), make_cell(sparsity="2:4", compile_mode="default")]:
-        assert Cell.from_dict(json.loads(json.dumps(cell.to_dict()))) == cell
+        assert QuantCell.from_dict(json.loads(json.dumps(cell.to_dict()))) == cell
 
 
 def test_validation_names_file_key_path_and_problem():

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-HIGHER, LOWER = "higher", "lower"
-
 
 @dataclass(frozen=True, slots=True)
 class Detection:

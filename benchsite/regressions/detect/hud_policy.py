@@ -15,10 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from benchsite.regressions.detect import HIGHER, LOWER, Detection
+from benchsite.regressions.detect import Detection
+from runner.contract.directions import HIGHER, LOWER
 
 STATISTICS = ("median", "min", "max", "earliest", "latest")
-REGRESSION, SUSPICIOUS, INSUFFICIENT, OK = "regression", "suspicious", "insufficient data", "ok"
+# A series' status under the policy (its regression page shows it).
+REGRESSION, SUSPICIOUS, INSUFFICIENT = "regression", "suspicious", "insufficient data"
+NO_REGRESSION = "ok"
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def status(values: np.ndarray, direction: str, params: Params = DEFAULT) -> str:
     violates = _violations(comparison, baseline[:, None], direction, params.tolerance)
     if _trailing_runs(violates)[0] >= 2:
         return REGRESSION
-    return SUSPICIOUS if _longest_runs(violates)[0][0] >= 3 else OK
+    return SUSPICIOUS if _longest_runs(violates)[0][0] >= 3 else NO_REGRESSION
 
 
 def _violations(points: np.ndarray, baseline: np.ndarray, direction: str,

@@ -7,12 +7,13 @@ from django.db import connection
 
 from benchsite.results.demo import DEMO, nightly_uploads
 from benchsite.results.ingest import store_upload
+from benchsite.results.ingest.store import store_for
 from benchsite.results.models import Upload
 
 
 class Command(BaseCommand):
     help = ("Fill the database with a demo history (nightly torchao microbenchmarks on two "
-            "GPUs, TorchInductor and vLLM runs, with injected changes) through the upload "
+            "GPUs, compiler and vLLM runs, with injected changes) through the upload "
             "API's ingestion code.")
 
     def add_arguments(self, parser):
@@ -34,9 +35,7 @@ class Command(BaseCommand):
                                   source=Upload.Source.DEMO, announce=False)
             uploads += 1
             records += stored.upload.record_count
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("ANALYZE")  # fresh statistics, or the planner guesses badly
+        store_for(connection).refresh_statistics()
         # Once over the whole history rather than after each of hundreds of uploads.
         call_command("detect_regressions", stdout=self.stdout)
         self.stdout.write(f"loaded {records} records in {uploads} uploads "

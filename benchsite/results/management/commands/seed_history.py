@@ -1,24 +1,21 @@
+import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 
+import orjson
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connection
 
 from benchsite.results.demo import LARGE, nightly_uploads
+from benchsite.results.ingest import store_upload
+from benchsite.results.ingest.store import store_for
+from benchsite.results.models import Upload
 
 
 def _load_nights(nights: list[int], total: int, end: datetime) -> int:
     """One worker process: store these nights' uploads through the normal ingestion."""
-    import django
-
-    django.setup()
-    import orjson
-
-    from benchsite.results.ingest import store_upload
-    from benchsite.results.models import Upload
-
     records = 0
     for metadata, batch in nightly_uploads(LARGE, end=end, nights=total, only=set(nights)):
         stored = store_upload(orjson.dumps(batch), metadata=metadata, source=Upload.Source.DEMO,
@@ -28,7 +25,7 @@ def _load_nights(nights: list[int], total: int, end: datetime) -> int:
 
 
 class Command(BaseCommand):
-    help = ("Seed a large history (a year of nightly torchao, TorchInductor and vLLM runs on "
+    help = ("Seed a large history (a year of nightly torchao, compiler and vLLM runs on "
             "several devices: about 10 million results) through the normal ingestion code, "
             "for the dashboards' latency benchmark.")
 
@@ -43,12 +40,11 @@ class Command(BaseCommand):
         records = _load_nights([0], nights, end)
         connection.close()  # forked workers must open their own connections
         chunks = [list(range(first, nights, workers)) for first in range(1, 1 + workers)]
-        with ProcessPoolExecutor(workers) as pool:
+        # Forked, so that workers start with Django set up (a spawned one would not be).
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             records += sum(pool.map(_load_nights, chunks, [nights] * workers,
                                     [end] * workers))
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("VACUUM ANALYZE")
+        store_for(connection).refresh_statistics(vacuum=True)
         call_command("detect_regressions", stdout=self.stdout)
         seconds = time.perf_counter() - started
         self.stdout.write(f"seeded {records} results over {nights} nights in {seconds:.0f} s "

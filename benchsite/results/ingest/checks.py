@@ -1,0 +1,193 @@
+"""Checks of a record's values: each returns the value as stored, or reports the problem to
+a `Problems` (with the field's path) and returns a harmless default.
+
+The common, well-formed case is tested first with exact type checks; the detailed checks run
+only to describe a problem or to accept a writer's quirk (a bare number, "inf" as a string,
+origins as one string...).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from runner.contract.record import MAX_TEXT
+
+
+class Problems:
+    """The problems found in one record, each as "<prefix>.<path>: <message>"."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.items: list[str] = []
+        self.pairs: list[tuple[str, str]] = []  # (path, message), to report them again
+
+    def add(self, path: str, message: str) -> None:
+        self.items.append(f"{self.prefix}.{path}: {message}")
+        self.pairs.append((path, message))
+
+    def add_whole(self, message: str) -> None:
+        """A problem with the record as a whole (not an object, ...)."""
+        self.items.append(f"{self.prefix}: {message}")
+
+
+def part(parent: dict, key: str, problems: Problems) -> dict:
+    """An object-valued field (benchmark, model, metric, extra_info...); {} when absent."""
+    value = parent.get(key)
+    if type(value) is dict:
+        return value
+    return extra(value, key, problems)
+
+
+def extra(value: Any, path: str, problems: Problems) -> dict:
+    if type(value) is dict:
+        return value
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.add(path, f"expected an object, got {type_name(value)}")
+        return {}
+    return value
+
+
+def text(parent: dict, key: str, path: str, problems: Problems,
+         required: bool = False) -> str | None:
+    value = parent.get(key)
+    if type(value) is str and 0 < len(value) <= MAX_TEXT:
+        return value
+    if value is None or value == "":
+        if required:
+            problems.add(path, "required")
+        return None
+    if not isinstance(value, str):
+        problems.add(path, f"expected a string, got {type_name(value)}")
+        return None
+    if len(value) > MAX_TEXT:
+        problems.add(path, f"longer than {MAX_TEXT} characters")
+        return None
+    return value
+
+
+def origins(value: Any, problems: Problems) -> list[str]:
+    if type(value) is list and all(type(item) is str for item in value):
+        return value
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        problems.add("model.origins", "expected a list of strings")
+        return []
+    return value
+
+
+def runners(value: Any, problems: Problems) -> list[dict]:
+    if type(value) is list and all(type(item) is dict for item in value):
+        return value
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        problems.add("runners", "expected a list of objects")
+        return []
+    return value
+
+
+def numbers(value: Any, problems: Problems) -> list[float]:
+    if type(value) is list and all(type(item) is float for item in value):
+        return value
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        value = [value]  # a bare number
+    found = []
+    for position, item in enumerate(value):
+        checked = number(item, f"metric.benchmark_values[{position}]", problems,
+                         missing=math.nan)
+        if checked is not None:
+            found.append(checked)
+    return found
+
+
+def number(value: Any, path: str, problems: Problems,
+           missing: float | None = None) -> float | None:
+    if value is None:
+        return missing
+    if isinstance(value, bool):
+        problems.add(path, "expected a number, got a boolean")
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)  # "inf", "-inf", "nan", "1.5"
+        except ValueError:
+            pass
+    problems.add(path, f"expected a number, got {type_name(value)} {value!r:.40}")
+    return None
+
+
+def strings(value: Any, problems: Problems) -> list[str]:
+    """String results (metric.extra_info.benchmark_values); numbers become text."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        value = [value]
+    if not all(isinstance(item, str | int | float) and not isinstance(item, bool)
+               for item in value):
+        problems.add("metric.extra_info.benchmark_values", "expected a list of strings")
+        return []
+    return [str(item) for item in value]
+
+
+def integer(value: Any, path: str, problems: Problems, default: int) -> int:
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        problems.add(path, "expected an integer, got a boolean")
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    problems.add(path, f"expected an integer, got {type_name(value)} {value!r:.40}")
+    return default
+
+
+def timestamp(value: Any, path: str, problems: Problems) -> int:
+    """Unix seconds; also accepts numeric strings and ISO 8601. Missing means now."""
+    if value is None or value == "":
+        return int(datetime.now(UTC).timestamp())
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(float(value))
+        except ValueError:
+            pass
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            return int(parsed.timestamp())
+    problems.add(path, f"expected Unix seconds or an ISO 8601 time, got {value!r:.40}")
+    return 0
+
+
+def label(value: Any) -> str:
+    """A device or arch name as stored: text of at most MAX_TEXT characters."""
+    if type(value) is str and len(value) <= MAX_TEXT:
+        return value
+    return str(value)[:MAX_TEXT]
+
+
+def type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), type(value).__name__)

@@ -1,0 +1,90 @@
+"""Run summaries (`RunSummary`): one row per run and model-less slice, what the trends and
+recipes pages read instead of results.
+
+Ingestion adds each upload's totals, computed from the batch it already holds (one small
+upsert, no re-reading of the rows just written); `resummarize_runs` rebuilds runs' summaries
+from their stored results with the same arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+from django.db import connection
+
+from benchsite.results.ingest.normalize import Batch
+from benchsite.results.models import Result, Run, RunSummary
+
+# Accuracy results that count as a pass, as the PyTorch HUD counts them.
+PASS_VALUES = ("pass", "pass_due_to_skip", "eager_variation")
+
+GROUP = ("benchmark", "mode", "dtype", "backend", "suite", "device", "arch", "metric",
+         "compile_mode")
+TOTALS = ("count", "log_count", "log_sum", "string_count", "pass_count")
+
+
+def _add(total: list, value: float | None, string_values: list[str] | None) -> None:
+    """Count one result into `total` (in the order of TOTALS). Infinities (a writer's "inf")
+    and non-positive values stay out of the geometric mean."""
+    if value is not None:
+        total[0] += 1
+        if 0 < value < math.inf:
+            total[1] += 1
+            total[2] += math.log(value)
+    if string_values:
+        total[3] += 1
+        total[4] += string_values[0] in PASS_VALUES
+
+
+def summarize_batch(batch: Batch, run_ids: dict[str, int]) -> None:
+    """Add a stored batch's results to its runs' summaries."""
+    totals: dict[tuple, list] = {}
+    for result in batch.results:
+        series = batch.series[result.series]
+        key = (result.run, *(getattr(series, column) for column in GROUP))
+        total = totals.get(key)
+        if total is None:
+            total = totals[key] = [0, 0, 0.0, 0, 0]
+        _add(total, result.value, result.string_values)
+    rows = []
+    for (run_identity, *group), total in totals.items():
+        run = batch.runs[run_identity]
+        rows.append((run_ids[run_identity], run.repo, run.head_branch,
+                     datetime.fromtimestamp(run.timestamp, tz=UTC), *group, *total))
+    _upsert(rows)
+
+
+def resummarize_runs(run_ids: list[int]) -> None:
+    """Rebuild the summaries of these runs from all their results."""
+    RunSummary.objects.filter(run_id__in=run_ids).delete()
+    runs = {run_id: (repo, branch, started) for run_id, repo, branch, started in
+            Run.objects.filter(pk__in=run_ids).values_list("pk", "repo", "head_branch",
+                                                            "timestamp")}
+    totals: dict[tuple, list] = {}
+    stored = (Result.objects.filter(run_id__in=run_ids)
+              .values_list("run_id", *(f"series__{column}" for column in GROUP), "value",
+                           "string_values"))
+    for run_id, *group, value, string_values in stored.iterator(chunk_size=5000):
+        key = (run_id, *group)
+        total = totals.get(key)
+        if total is None:
+            total = totals[key] = [0, 0, 0.0, 0, 0]
+        _add(total, value, string_values)
+    _upsert([(run_id, *runs[run_id], *group, *total)
+             for (run_id, *group), total in totals.items()])
+
+
+def _upsert(rows: list[tuple]) -> None:
+    """Add rows of (run_id, repo, branch, timestamp, *GROUP, *TOTALS) to the summaries.
+    The timestamp is adapted as the ORM adapts it, so that ORM lookups on it match on every
+    database (SQLite stores text, and a datetime adapted by its driver is other text)."""
+    table = RunSummary._meta.db_table
+    columns = ("run_id", "repo", "branch", "timestamp", *GROUP, *TOTALS)
+    sql = (f"INSERT INTO {table} ({', '.join(columns)}) "
+           f"VALUES ({', '.join(['%s'] * len(columns))}) "
+           f"ON CONFLICT (run_id, {', '.join(GROUP)}) DO UPDATE SET "
+           + ", ".join(f"{total} = {table}.{total} + excluded.{total}" for total in TOTALS))
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, [(*row[:3], adapt(row[3]), *row[4:]) for row in rows])

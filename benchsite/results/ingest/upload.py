@@ -1,0 +1,181 @@
+"""Storing uploads: the one path by which results enter the database.
+
+The upload API, the demo loader and the benchmark workers all call `store_upload`. It is
+idempotent (a repeat returns the first upload), all-or-nothing (one transaction), and keeps
+the raw payload, from which `rederive` can store the results again.
+"""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, F, Q
+
+from benchsite.results.ingest import fast, parse
+from benchsite.results.ingest.normalize import Batch
+from benchsite.results.ingest.store import store_for
+from benchsite.results.ingest.summaries import resummarize_runs
+from benchsite.results.models import Run, Upload, UploadToken
+from benchsite.results.signals import upload_stored
+
+
+class UploadRefused(Exception):
+    """An upload that is not stored; `status` is the HTTP status the API answers with."""
+
+    status = 400
+
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors[:5]))
+        self.errors = errors
+
+
+class KeyReused(UploadRefused):
+    status = 409
+
+
+class RepoForbidden(UploadRefused):
+    status = 403
+
+
+@dataclass(frozen=True)
+class Stored:
+    upload: Upload
+    created: bool  # False: a repeat of `upload`
+
+
+def content_hash(body: bytes, metadata: dict[str, Any]) -> str:
+    digest = hashlib.sha256(orjson.dumps(metadata, option=orjson.OPT_SORT_KEYS))
+    digest.update(b"\n")
+    digest.update(body)
+    return digest.hexdigest()
+
+
+def store_upload(
+    body: bytes,
+    *,
+    metadata: dict[str, Any] | None = None,
+    token: UploadToken | None = None,
+    idempotency_key: str | None = None,
+    source: str = Upload.Source.API,
+    payload_gzip: bytes | None = None,
+    announce: bool = True,
+) -> Stored:
+    """Validate and store one upload of v3 records.
+
+    `metadata` holds run fields the records may lack (query parameters of the API);
+    `payload_gzip` is the body as the client compressed it, kept instead of recompressing.
+    `announce=False` skips the `upload_stored` signal (bulk loaders run detection once after).
+    Raises UploadRefused (or a subclass) with every problem; then nothing is written.
+    """
+    metadata = {key: value for key, value in (metadata or {}).items() if value not in (None, "")}
+    digest = content_hash(body, metadata)
+    repeat = _find_repeat(digest, idempotency_key)
+    if repeat is not None:
+        return Stored(repeat, created=False)
+
+    batch = _normalize(body, metadata, received=datetime.now(UTC))
+    if token is not None:
+        forbidden = sorted(repo for repo in batch.repos if not token.allows(repo))
+        if forbidden:
+            raise RepoForbidden(
+                [f"repo {repo!r}: token {token.name!r} may upload only for {token.repos}"
+                 for repo in forbidden]
+            )
+
+    upload = Upload(
+        source=source,
+        token=token,
+        idempotency_key=idempotency_key,
+        content_hash=digest,
+        payload_gzip=payload_gzip or gzip.compress(body, compresslevel=1),
+        request_metadata=metadata,
+        record_count=len(batch.results),
+        repos=sorted(batch.repos),
+    )
+    try:
+        with transaction.atomic():
+            upload.save()
+            store_for(connection).save(upload, batch)
+            if announce:
+                transaction.on_commit(
+                    lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
+    except IntegrityError:
+        # A concurrent request stored the same upload first.
+        repeat = _find_repeat(digest, idempotency_key)
+        if repeat is None:
+            raise
+        return Stored(repeat, created=False)
+    return Stored(upload, created=True)
+
+
+def rederive(upload: Upload) -> int:
+    """Store an upload's results again from its raw payload (after a normalisation change);
+    returns the number of results. Missing timestamps again mean the upload's time."""
+    batch = _normalize(upload.payload(), upload.request_metadata, received=upload.created_at)
+    with transaction.atomic():
+        stale = list(upload.results.values_list("run_id").annotate(n=Count("id")))
+        for run_id, count in stale:
+            Run.objects.filter(pk=run_id).update(result_count=F("result_count") - count)
+        upload.results.all().delete()
+        store_for(connection).save(upload, batch)
+        affected = {run_id for run_id, _ in stale}
+        affected.update(upload.results.values_list("run_id", flat=True).distinct())
+        resummarize_runs(sorted(affected))
+        upload.record_count = len(batch.results)
+        upload.repos = sorted(batch.repos)
+        upload.save(update_fields=["record_count", "repos"])
+    return upload.record_count
+
+
+def _normalize(body: bytes, metadata: dict[str, Any], received: datetime) -> Batch:
+    """The batch of a body: the fast path when it takes it, else the general path."""
+    with _cyclic_gc_paused():
+        batch = fast.normalize(body, {"timestamp": int(received.timestamp()), **metadata})
+        if batch is not None:
+            return batch
+        try:
+            records, envelope = parse.parse_body(body)
+        except parse.BodyError as error:
+            raise UploadRefused([str(error)]) from None
+        defaults = {"timestamp": int(received.timestamp()), **metadata, **envelope}
+        batch, errors = parse.normalize(records, defaults)
+        del records
+    if errors:
+        raise UploadRefused(errors)
+    return batch
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Parsing allocates millions of small acyclic objects, which would trigger the cyclic
+    collector again and again for nothing (half the parse time); reference counting frees
+    them anyway."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _find_repeat(digest: str, key: str | None) -> Upload | None:
+    match = Q(content_hash=digest) | Q(idempotency_key=key) if key else Q(content_hash=digest)
+    earlier = list(Upload.objects.filter(match).only("id", "content_hash", "idempotency_key",
+                                                     "record_count"))
+    by_key = next((upload for upload in earlier if key and upload.idempotency_key == key), None)
+    if by_key is not None and by_key.content_hash != digest:
+        raise KeyReused(
+            [f"Idempotency-Key {key!r} was used by upload {by_key.pk} with different "
+             "content; use a new key for new content"]
+        )
+    return by_key or (earlier[0] if earlier else None)

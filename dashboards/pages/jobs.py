@@ -1,0 +1,53 @@
+"""Jobs pages: the list (filtered by status, newest first) and a job's page (its cells, live
+progress, links to its results)."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+
+from benchsite.jobs.models import Job
+from dashboards.pages.common import page_url
+from dashboards.render import Page, Table
+from dashboards.state import State
+
+PAGE_SIZE = 50
+
+
+def build_list(state: State) -> Page:
+    status = state.text("status")
+    jobs = Job.objects.all()
+    if status:
+        jobs = jobs.filter(status=status)
+    listed = Paginator(jobs, PAGE_SIZE).get_page(state.query.get("page"))
+    table = Table("jobs", ["job", "spec", "queue", "status", "cells done", "cells",
+                           "submitted", "via", "finished"], [])
+    for job in jobs if state.csv else listed:
+        table.rows.append([job.pk, job.name, job.queue, job.status, job.cells_done,
+                           job.cells_total, job.created_at.isoformat(), job.submitted_via,
+                           job.finished_at.isoformat() if job.finished_at else None])
+        table.links.append({0: job.get_absolute_url()})
+    return Page(title="Jobs", filters={"status": status, "page": listed.number},
+                tables=[table],
+                context={"listed": listed, "status": status, "statuses": Job.Status.choices})
+
+
+def build_detail(state: State, pk: int) -> Page:
+    job = get_object_or_404(Job, pk=pk)
+    cells = list(job.cells.all())
+    table = Table("cells", ["index", "cell", "status", "attempts", "worker", "measured s",
+                            "upload", "reason or error"], [])
+    results = reverse("results")
+    for cell in cells:
+        table.rows.append([cell.index, cell.key, cell.status, cell.attempts, cell.worker,
+                           cell.measured_s, cell.upload_id, cell.error or None])
+        table.links.append({6: page_url(results, upload=cell.upload_id)}
+                           if cell.upload_id else {})
+    by_commit = {"sha": job.head_sha, "repo": job.repo}
+    return Page(
+        title=f"Job {job.pk}", filters={"job": job.pk}, tables=[table],
+        context={"job": job, "cells": cells,
+                 "results_json": page_url(results, **by_commit),
+                 "results_csv": page_url(results, format="csv", **by_commit)},
+    )

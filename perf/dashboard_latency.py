@@ -1,0 +1,158 @@
+"""Server time of every dashboard page and its JSON endpoint on a large database.
+
+    .venv/bin/python manage.py seed_history          # once: ~10 million results
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/DB \
+        .venv/bin/python perf/dashboard_latency.py
+
+Each page is requested with several filter combinations (devices, commits, time ranges,
+granularities), each combination --repeat times after a warm-up, in-process through
+Django's test client: the time is the server's, without the network. Prints p50/p95 per
+page and per JSON endpoint, the SQL queries per request, and the size of the database.
+Target: p95 under 200 ms per page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from runner.contract.names import (  # noqa: E402
+    COMPILERS_BENCHMARK,
+    INSTRUCTIONS_BENCHMARK,
+    KERNELS_BENCHMARK,
+    QUANT_BENCHMARK,
+    QuantMetric,
+)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _span(counts: set[int]) -> str:
+    return "-".join(map(str, sorted({min(counts), max(counts)})))
+
+
+def page_urls() -> dict[str, list[str]]:
+    from urllib.parse import urlencode
+
+    from benchsite.results.models import Run, RunSummary
+    from dashboards.pages.common import latest_shas
+
+    def url(path, **params):
+        return f"{path}?{urlencode(params)}" if params else path
+
+    quant = QUANT_BENCHMARK
+    shas = [sha for sha, _ in latest_shas("pytorch/ao", quant, "main")]
+    archs = sorted(set(RunSummary.objects.filter(repo="pytorch/ao", benchmark=quant)
+                       .values_list("arch", flat=True).distinct()))
+    pages = {"home": [url("/")]}
+    pages["quantization"] = [
+        url("/quantization/", arch=arch, compile_mode=mode, **extra)
+        for arch in archs for mode in ("max-autotune", "none")
+        for extra in ({}, {"base": shas[min(30, len(shas) - 1)]},
+                      {"sha": shas[len(shas) // 2], "base": shas[-1]})
+    ]
+    pages["trends"] = [
+        url("/trends/", repo=repo, range=window, granularity=granularity, **extra)
+        for repo in ("pytorch/ao", "pytorch/pytorch", "vllm-project/vllm")
+        for window, granularity in (("7d", "hour"), ("30d", "day"), ("365d", "day"),
+                                    ("365d", "week"))
+        for extra in ({}, {"arch": "NVIDIA H100 80GB HBM3"})
+    ]
+    pages["explorer"] = [
+        url("/explorer/"), url("/explorer/", range="365d"),
+        url("/explorer/", repo="pytorch/ao", model="int8dq-4096-4096-8192", range="365d"),
+        url("/explorer/", repo="pytorch/pytorch", metric="speedup", suite="huggingface",
+            mode="training", backend="inductor", range="90d"),
+        url("/explorer/", repo="vllm-project/vllm", metric="median_itl_ms", range="365d"),
+    ]
+    pages["compare"] = [
+        url(f"/compare/{shas[n]}...{shas[0]}", repo="pytorch/ao", **extra)
+        for n in (1, 30, len(shas) - 1)
+        for extra in ({}, {"metric": QuantMetric.SPEEDUP, "arch": "NVIDIA H100 80GB HBM3"})
+    ]
+    inductor = [sha for sha, _ in latest_shas("pytorch/pytorch", COMPILERS_BENCHMARK, "main")]
+    pages["compare"] += [url(f"/compare/{inductor[n]}...{inductor[0]}", repo="pytorch/pytorch")
+                         for n in (1, 30)]
+    pages["compilers"] = [
+        url("/compilers/", **extra)
+        for extra in ({}, {"mode": "training"}, {"base": inductor[min(30, len(inductor) - 1)]})
+    ] + [url("/compilers/models/", backend="inductor", suite=suite)
+         for suite in ("huggingface", "torchbench")]
+    kernels = [sha for sha, _ in latest_shas("pytorch/pytorch", KERNELS_BENCHMARK, "main")]
+    pages["kernels"] = [url("/kernels/", repo="pytorch/pytorch", **extra)
+                        for extra in ({}, {"sha": kernels[-1]}, {"dtype": "bfloat16"})]
+    counts = [sha for sha, _ in latest_shas("pytorch/pytorch", INSTRUCTIONS_BENCHMARK, "main")]
+    pages["instructions"] = [
+        url("/instructions/", repo="pytorch/pytorch", **extra)
+        for extra in ({}, {"base": counts[min(30, len(counts) - 1)]}, {"sort": "name"})
+    ]
+    pages["recipes"] = [url("/recipes/")]
+    pages["regressions"] = [url("/regressions/"), url("/regressions/", state="open")]
+    from benchsite.regressions.models import Regression
+
+    latest = Regression.objects.order_by("-pk").values_list("pk", flat=True)[:5]
+    pages["regression chart"] = [f"/regressions/{pk}/" for pk in latest]
+    runs = Run.objects.order_by("-timestamp").values_list("pk", flat=True)
+    pages["run"] = [f"/runs/{pk}/" for pk in list(runs[:3]) + list(runs[1000:1003])]
+    return pages
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchsite.settings")
+    os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+    os.environ["DEBUG"] = "false"
+    os.environ.setdefault("SECRET_KEY", "latency-benchmark")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from benchsite.results.models import Result, Run, Series
+
+    call_command("collectstatic", "--no-input", verbosity=0)  # DEBUG is off, as in production
+    print(f"database: {Result.objects.count():,} results, {Series.objects.count():,} series, "
+          f"{Run.objects.count():,} runs")
+    client = Client()
+    print(f"{'page':<14} {'urls':>4} {'requests':>8} {'p50 ms':>8} {'p95 ms':>8} "
+          f"{'max ms':>8} {'queries':>8} {'max first request ms':>8}")
+    worst = 0.0
+    for name, urls in page_urls().items():
+        for variant, suffix in (("", ""), (" JSON", "format=json")):
+            times, queries, cold = [], set(), []
+            for url in urls:
+                full = url + (("&" if "?" in url else "?") + suffix if suffix else "")
+                started = time.perf_counter()
+                response = client.get(full)  # the first request: nothing cached yet
+                cold.append(1000 * (time.perf_counter() - started))
+                assert response.status_code == 200, (full, response.content[:300])
+                for _ in range(args.repeat):
+                    with CaptureQueriesContext(connection) as captured:
+                        started = time.perf_counter()
+                        client.get(full)
+                        times.append(1000 * (time.perf_counter() - started))
+                    queries.add(len(captured.captured_queries))
+            worst = max(worst, percentile(times, 0.95))
+            print(f"{name + variant:<14} {len(urls):>4} {len(times):>8} "
+                  f"{statistics.median(times):>8.1f} {percentile(times, 0.95):>8.1f} "
+                  f"{max(times):>8.1f} {_span(queries):>8} {max(cold):>8.1f}")
+    print(f"worst p95: {worst:.1f} ms (target: under 200 ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""Ingestion speed: records/s through the HTTP upload API against a raw COPY of the same rows.
+
+    .venv/bin/python perf/ingest_api.py [--records 100000] [--per-upload 5000]
+
+Needs PostgreSQL (default postgres@127.0.0.1:5432; --admin-url to change). It recreates the
+database `benchsite_ingest_bench`, serves the site with gunicorn on a local port, uploads
+torchao-style records with the CI client (`runner.upload`, gzip + idempotency key), then
+COPYs the rows the API wrote again and prints
+both rates and their ratio. Target: the API at no less than a third of raw COPY speed.
+The baseline COPYs the rows of one pass into the same table at its size then (its
+indexes make the cost grow with the table), so both sides pay the same index upkeep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import orjson
+import psycopg
+import redis
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from runner.contract.names import (  # noqa: E402
+    QUANT_BENCHMARK,
+    QUANT_MODEL_TYPE,
+    QUANT_ORIGINS,
+    QuantMetric,
+    quant_model_name,
+)
+from runner.upload import upload_bytes  # noqa: E402
+
+DB = "benchsite_ingest_bench"
+BROKER = "redis://127.0.0.1:6379/13"
+RECIPES = ["int8wo", "int8dq", "float8dq-tensor", "float8dq-row", "float8wo", "int4wo-64",
+           "int4wo-128", "int4wo-128-hqq"]
+METRICS = [(QuantMetric.SPEEDUP, "x"), (QuantMetric.BASELINE_TIME, "ms"),
+           (QuantMetric.QUANTIZED_TIME, "ms"), (QuantMetric.MEMORY, "MB")]
+
+
+def make_records(count: int, series_per_run: int) -> list[list[dict]]:
+    """Runs of `series_per_run` records each: nightly runs measuring the same series."""
+    shapes = [(2**m, 2**k, 2**n) for m, k, n in itertools.product(range(6, 16), repeat=3)]
+    cells = list(itertools.product(RECIPES, shapes, METRICS))[:series_per_run]
+    runs = []
+    for night in range(count // series_per_run):
+        records = []
+        for position, (recipe, (m, k, n), (metric, unit)) in enumerate(cells):
+            records.append({
+                "benchmark": {"name": QUANT_BENCHMARK, "mode": "inference",
+                              "dtype": recipe,
+                              "extra_info": {"device": "cuda", "arch": "NVIDIA H100 80GB HBM3",
+                                             "torch_compile_mode": "max-autotune"}},
+                "model": {"name": quant_model_name(recipe, f"{m}-{k}-{n}"),
+                          "type": QUANT_MODEL_TYPE, "origins": list(QUANT_ORIGINS)},
+                "metric": {"name": metric, "benchmark_values": [1 + (position + night) % 97 / 100],
+                           "target_value": 0.0, "extra_info": {"unit": unit}},
+                "runners": [{"name": "cuda", "type": "NVIDIA H100 80GB HBM3", "gpu_count": 1}],
+                "dependencies": {"torch": {"version": "2.13.0"}},
+            })
+        runs.append(records)
+    return runs
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(port: int, server: subprocess.Popen) -> None:
+    for _ in range(300):
+        if server.poll() is not None:
+            raise SystemExit("gunicorn exited early")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("gunicorn did not start")
+
+
+COLUMNS = "series_id, run_id, upload_id, timestamp, value, values, target, string_values, " \
+          "extra_info, unknown"
+
+
+def copy_baseline(url: str, rows: int) -> float:
+    """Seconds to COPY the last `rows` result rows the API wrote into the same table again,
+    at its current size and with its indexes (in a transaction rolled back afterwards)."""
+    with psycopg.connect(url) as conn:
+        data = bytearray()
+        query = (f"COPY (SELECT {COLUMNS} FROM results_result ORDER BY id DESC LIMIT {rows}) "
+                 "TO STDOUT")
+        with conn.cursor().copy(query) as copy:
+            for block in copy:
+                data += block
+        conn.rollback()
+        started = time.perf_counter()
+        with conn.cursor().copy(f"COPY results_result ({COLUMNS}) FROM STDIN") as copy:
+            copy.write(bytes(data))
+        seconds = time.perf_counter() - started
+        conn.rollback()
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--per-upload", type=int, default=5_000)
+    parser.add_argument("--admin-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 2],
+                        help="concurrent uploaders (and gunicorn workers) per pass")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    with psycopg.connect(args.admin_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB}")
+    url = args.admin_url.rsplit("/", 1)[0] + f"/{DB}"
+    # As deployed: the web server queues regression detection for a worker (none runs here)
+    # rather than running it inside the upload request as the embedded mode does.
+    redis.Redis.from_url(BROKER).flushdb()
+    env = {**os.environ, "DATABASE_URL": url, "DEBUG": "false", "SECRET_KEY": "bench",
+           "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING", "CELERY_BROKER_URL": BROKER}
+    python = sys.executable
+    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    token = subprocess.run(
+        [python, "manage.py", "create_upload_token", "--repo", "pytorch/ao"],
+        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+    ).stdout.strip()
+
+    runs = make_records(args.records, args.per_upload)
+    bodies = [orjson.dumps(records) for records in runs]
+    total = sum(len(records) for records in runs)
+    print(f"records: {total} per pass, in {len(bodies)} uploads of {args.per_upload} "
+          f"({sum(map(len, bodies)) / 2**20:.1f} MiB of JSON); every pass stores new runs of "
+          f"the same series; best of {args.repeat} passes (the machine is shared and noisy)")
+    passes = 0
+    seconds = api_pass(env, token, bodies, 1, offset=0)
+    passes += 1
+    print(f"first pass, also creating the {args.per_upload} series, 1 client: {seconds:6.2f} s "
+          f"{total / seconds:9.0f} records/s")
+    for clients in args.clients:
+        best_api = best_copy = float("inf")
+        for _ in range(args.repeat):
+            best_api = min(best_api, api_pass(env, token, bodies, clients,
+                                              offset=passes * len(bodies)))
+            passes += 1
+            # The same rows again, into the same table at the same size.
+            best_copy = min(best_copy, copy_baseline(url, total))
+        print(f"{clients} client(s) and gunicorn worker(s): API {best_api:5.2f} s "
+              f"{total / best_api:7.0f} records/s; raw COPY of the same rows "
+              f"{best_copy:5.2f} s {total / best_copy:7.0f} rows/s; "
+              f"API/COPY = {best_copy / best_api:.2f} (target >= 0.33)")
+    redis.Redis.from_url(BROKER).flushdb()  # the detection tasks no worker took
+
+
+def warm_up(server_url: str, token: str, name: str) -> None:
+    """One small upload of a series outside the measured ones, so that what is timed is
+    ingestion and not a new worker's first request (imports, connections: about 1.7 s, a
+    third of a pass); the measured series still start uncached in each new worker."""
+    record = {"benchmark": {"name": "warm-up"}, "model": {"name": name},
+              "metric": {"name": "x", "benchmark_values": [1.0]}}
+    upload_bytes(orjson.dumps([record]), server_url, token,
+                 {"repo": "pytorch/ao", "head_branch": "warm-up", "head_sha": name},
+                 retries=0, timeout=600)
+
+
+def api_pass(env: dict, token: str, bodies: list[bytes], clients: int, offset: int) -> float:
+    """Seconds for `clients` concurrent uploaders to send every body to a fresh server."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "benchsite.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", str(clients), "--timeout", "300", "--log-level", "warning"],
+        cwd=ROOT, env=env,
+    )
+    try:
+        wait_for(port, server)
+        server_url = f"http://127.0.0.1:{port}"
+        with ThreadPoolExecutor(clients) as pool:  # at once, so that each worker gets one
+            list(pool.map(lambda worker: warm_up(server_url, token, f"{offset}-{worker}"),
+                          range(clients)))
+
+        def send(night: int) -> None:
+            metadata = {"repo": "pytorch/ao", "head_branch": "main",
+                        "head_sha": f"{offset + night:040x}", "workflow_id": offset + night,
+                        "timestamp": 1_760_000_000 + 86400 * (offset + night)}
+            result = upload_bytes(bodies[night], server_url, token, metadata, retries=0,
+                                  timeout=600)
+            assert result.created, result
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(clients) as pool:
+            list(pool.map(send, range(len(bodies))))
+        return time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The compilers family (see runner.families), the model experiment matrix: one cell is one
+configuration, run in its own subprocess with its timeout.
+
+A backend's speedup and memory ratio compare with the eager configuration of the same model,
+test, dtype and batch size. Eager is planned first, and its line is kept in `state`; a cell
+whose baseline is not there (it ran on another worker, or eager is not in the matrix) runs
+the eager configuration itself first, as a baseline only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from runner.cells import Outcome, Planned
+from runner.compilers import launch, records
+from runner.compilers.matrix import EAGER, Config
+from runner.compilers.spec import parse
+from runner.contract.status import FAILED, OK
+from runner.environment import RunContext
+from runner.settings import at_least, validate
+
+NAME = "compilers"
+
+
+@dataclass(frozen=True)
+class CompilerSettings:
+    """A job's run settings; those it gives override the spec's."""
+
+    # timed repetitions of each configuration (the spec's `repeat`)
+    samples: int = field(default=10, metadata=at_least(1))
+
+
+def plan(data: Mapping[str, Any], source: str) -> list[Planned]:
+    return [Planned(config.key, config.to_dict()) for config in parse(data, source)]
+
+
+def check_settings(settings: Mapping[str, Any]) -> None:
+    validate(settings, CompilerSettings)
+
+
+def configuration(cell: Mapping[str, Any], settings: Mapping[str, Any]) -> Config:
+    config = Config.from_dict(dict(cell))
+    return replace(config, repeat=settings["samples"]) if "samples" in settings else config
+
+
+def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any],
+        context: RunContext) -> Outcome:
+    config = configuration(cell, settings)
+    baselines: dict[str, dict[str, Any]] = state.setdefault("baselines", {})
+    baseline = None
+    if config.backend != EAGER:
+        eager = config.baseline()
+        if eager.key not in baselines:
+            baselines[eager.key] = execute(eager, context)
+        baseline = baselines[eager.key]
+    result = execute(config, context)
+    if config.backend == EAGER:
+        baselines[config.key] = result
+    error = result["metrics"].get("error", "")
+    return Outcome(FAILED if error else OK, records.build(config, result, baseline, context),
+                   error=error, measured_s=sum(result["metrics"].get("total_time", [])) or None,
+                   detail=result)
+
+
+def execute(config: Config, context: RunContext) -> dict[str, Any]:
+    """The configuration's results line, from its subprocess."""
+    return launch.run(config, context.arch(config.device), int(time.time()))

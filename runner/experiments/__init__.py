@@ -1,9 +1,0 @@
-"""The model experiment matrix: models x backends x tests x dtypes, each configuration run in
-its own subprocess with a timeout, written as seed 001's `results.jsonl` and as OSS records.
-
-Modules: `models` (the built-in suite, users' factories, TorchBench), `matrix` (configurations
-and filters), `spec` (the YAML spec), `harness` (building a model for a backend and its
-step), `metrics` (timing, compile time, memory, dynamo counters, profiles), `verify` (the
-verification codes), `child` (the subprocess entry), `launch` (running one configuration in
-its subprocess), `results` (results.jsonl), `records` (OSS records), `family` and `cli`.
-"""

@@ -1,0 +1,37 @@
+"""What a kernel cell produced: its timing and eager's, its accuracy, or why it has none."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from runner.kernels.spec import KernelCell
+from runner.timing import Timing, TimingSettings
+
+PASS, FAIL_ACCURACY = "pass", "fail_accuracy"
+
+
+@dataclass
+class KernelResult:
+    cell: KernelCell
+    status: str  # runner.contract.status: OK, SKIPPED or FAILED
+    settings: TimingSettings
+    reason: str = ""  # why it was skipped, or what failed it
+    traceback: str = ""  # of the error that failed it
+    bytes: int = 0  # least traffic of one pass (definitions)
+    timing: Timing | None = None
+    eager: Timing | None = None  # the baseline of the speedup
+    accuracy: str | None = None  # PASS or FAIL_ACCURACY; None for eager and unchecked cells
+    notes: list[str] = field(default_factory=list)
+    measured_s: float = 0.0  # inside timed calls
+
+    @property
+    def gbps(self) -> float | None:
+        if self.timing is None:
+            return None
+        return self.bytes / (self.timing.median_ms / 1000) / 1e9
+
+    @property
+    def speedup(self) -> float | None:
+        if self.timing is None or self.eager is None or self.cell.backend == "eager":
+            return None
+        return self.eager.median_ms / self.timing.median_ms

@@ -1,0 +1,96 @@
+"""The quantization family's part of `python -m runner run` (runner.run): its options (timing,
+torchao-style CSV) and running a torchao microbenchmark config with a progress bar and a
+results table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from runner.environment import RunContext
+from runner.outputs import finish, interrupt, listing
+from runner.quant.cells import QuantCell
+from runner.quant.records import cell_records
+from runner.quant.report import table, write_csv
+from runner.quant.results import CellResult
+from runner.quant.spec import parse_spec
+from runner.timing import TimingSettings
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--csv", type=Path, help="write torchao-style CSV here")
+    timing = parser.add_argument_group("timing")
+    defaults = TimingSettings()
+    timing.add_argument("--samples", type=int, default=defaults.samples,
+                        help="timed samples per measurement (default: %(default)s)")
+    timing.add_argument("--warmup", type=float, default=defaults.warmup_s, metavar="SECONDS",
+                        help="least warm-up time per measurement (default: %(default)s)")
+    timing.add_argument("--min-sample-time", type=float, default=defaults.min_sample_s,
+                        metavar="SECONDS", help="CPU: least time per sample (default: %(default)s)")
+    timing.add_argument("--threads", type=int, default=defaults.threads,
+                        help="CPU: torch threads while timing (default: %(default)s)")
+    timing.add_argument("--no-l2-flush", action="store_true",
+                        help="CUDA: keep L2 warm between timed calls")
+
+
+def run_spec(data: Any, args: argparse.Namespace) -> int:
+    """Run a parsed torchao config as the options say; SpecError when it is invalid."""
+    cells = parse_spec(data, str(args.spec)).cells()
+    if args.dry_run:
+        print(listing([cell.key for cell in cells]))
+        return 0
+    if args.samples < 1 or args.threads < 1:
+        print("error: --samples and --threads must be at least 1", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=logging.WARNING if args.verbose else logging.ERROR,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    settings = TimingSettings(
+        samples=args.samples,
+        warmup_s=args.warmup,
+        min_sample_s=args.min_sample_time,
+        threads=args.threads,
+        flush_l2=not args.no_l2_flush,
+    )
+    results, interrupted = _run_cells(cells, settings)
+    context = RunContext.collect()
+    records = [record for result in results for record in cell_records(result, context)]
+    print(table(results))
+    if args.csv:
+        write_csv(args.csv, results)
+        print(f"CSV written to {args.csv}")
+    stopped = (f"{len(results)} of {len(cells)} cells finished, outputs hold those; "
+               "nothing uploaded") if interrupted else ""
+    return finish(args, records, Counter(result.status for result in results), stopped)
+
+
+def _run_cells(cells: list[QuantCell], settings: TimingSettings) -> tuple[list[CellResult], bool]:
+    """Run cells under a progress bar; Ctrl-C or SIGTERM stops after what has finished."""
+    from tqdm import tqdm  # the runner extra's: --dry-run needs only the base install
+
+    from runner.quant.execute import run_spec  # torch: only once cells run
+
+    results: list[CellResult] = []
+    bar = tqdm(total=len(cells), unit="cell", file=sys.stderr)
+
+    def finished(result: CellResult) -> None:
+        results.append(result)
+        bar.set_postfix_str(f"{result.cell.label} {result.cell.shape.mkn}: {result.status}")
+        bar.update()
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        run_spec(cells, settings, on_cell=finished)
+        return results, False
+    except KeyboardInterrupt:
+        return results, True
+    finally:
+        bar.close()
+        signal.signal(signal.SIGTERM, previous)

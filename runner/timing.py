@@ -1,0 +1,73 @@
+"""How carefully to time a call, and what timing it gave; plain data, no torch.
+
+Shared by the families that time calls (quantization, kernels); the timers themselves, which
+need torch, are in runner.timers.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from runner.settings import at_least
+
+UNSTABLE_SPREAD = 0.10  # interquartile range over median above which a timing is flagged
+
+
+@dataclass(frozen=True)
+class TimingSettings:
+    """How carefully to time each call; tests and quick runs pass small values. A job's
+    timing settings are checked against these fields (runner.settings)."""
+
+    # timed samples kept per measurement; the median is reported
+    samples: int = field(default=30, metadata=at_least(1))
+    # warm-up calls run for at least this long (after a first call)
+    warmup_s: float = field(default=0.1, metadata=at_least(0))
+    # CPU: calls per sample are raised until a sample lasts this long
+    min_sample_s: float = field(default=0.01, metadata=at_least(0))
+    # CPU: torch threads while timing (torchao times with 1)
+    threads: int = field(default=1, metadata=at_least(1))
+    flush_l2: bool = True  # CUDA: overwrite a buffer larger than L2 before every timed call
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TimingSettings:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Every timed sample of one call, in milliseconds per call."""
+
+    samples_ms: tuple[float, ...]
+    calls_per_sample: int = 1
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples_ms)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range relative to the median: how noisy the samples were."""
+        if len(self.samples_ms) < 2:
+            return 0.0
+        low, _, high = statistics.quantiles(self.samples_ms, n=4)
+        return (high - low) / self.median_ms
+
+    @property
+    def measured_s(self) -> float:
+        """Time spent inside the timed calls."""
+        return sum(self.samples_ms) * self.calls_per_sample / 1000
+
+    def instability(self, what: str) -> str | None:
+        """A note for the records when the samples of `what` were noisy; None when steady."""
+        if self.spread <= UNSTABLE_SPREAD:
+            return None
+        return f"unstable {what} timing: IQR {self.spread:.0%} of the median"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Timing:
+        return cls(tuple(data["samples_ms"]), data["calls_per_sample"])
