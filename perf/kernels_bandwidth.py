@@ -85,11 +85,10 @@ def main() -> int:
              else f", {threads} thread(s): GB/s only"))
     print(f"{'kernel':14s} {'direction':9s} {'shape':>12s} {'backend':36s} {'ms':>9s} "
           f"{'GB/s':>8s} {'of peak':>8s} {'speedup':>8s}")
-    eager_timings: dict = {}
     best: dict[tuple[str, str], tuple[float, str]] = {}
     speedups: dict[str, list[float]] = defaultdict(list)
     for cell in cells:
-        result = run_cell(cell, TimingSettings(**cell.timing), eager_timings)
+        result = run_cell(cell, TimingSettings(**cell.timing))
         if result.timing is None:
             print(f"{cell.kernel:14s} {cell.direction:9s} {cell.shape:>12s} {cell.label:36s} "
                   f"{result.status}: {result.reason.splitlines()[0] if result.reason else ''}")

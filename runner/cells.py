@@ -19,4 +19,5 @@ class Outcome:
     records: list[dict[str, Any]] = field(default_factory=list)  # OSS v3 records
     error: str = ""  # why it was skipped, or the traceback that failed it
     measured_s: float | None = None  # time inside timed calls
+    unstable: bool = False  # its speedup's interval stayed wider than the target (paired)
     detail: Any = None  # the family's own result object, for its reports

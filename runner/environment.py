@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from runner.machine import machine_state
 
 GB = 1024**3
 
@@ -27,6 +29,8 @@ class RunContext:
     torch_sha: str | None
     cuda_version: str | None
     torchao_version: str | None
+    # runner.machine.machine_state when the run started
+    machine: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def collect(cls) -> RunContext:
@@ -53,6 +57,7 @@ class RunContext:
             torch_sha=getattr(torch.version, "git_version", None),
             cuda_version=torch.version.cuda,
             torchao_version=_version("torchao"),
+            machine=machine_state("cuda" if torch.cuda.is_available() else "cpu"),
             **gpu,
         )
 
@@ -77,6 +82,7 @@ class RunContext:
                     "gpu_capability": self.gpu_capability,
                     "platform": platform.platform(),
                     "python": platform.python_version(),
+                    "machine_at_start": self.machine,
                 },
             }
         ]

@@ -14,7 +14,7 @@ module with:
     run(cell: dict, settings: Mapping, state: dict, context: RunContext) -> runner.cells.Outcome
         run one planned cell. A cell that cannot run here is "skipped" with the reason, an
         error makes it "failed" with the traceback; neither raises. `state` lives as long as
-        the worker runs cells of the same job (caches such as baseline timings).
+        the worker runs cells of the same job (caches such as eager timings).
 
 Importing a family module imports no torch: `run` imports it when a cell runs.
 """

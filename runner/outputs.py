@@ -8,11 +8,11 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from runner.contract.status import FAILED
+from runner.contract.status import FAILED, OK
 from runner.upload import upload_from_cli
 
 INTERRUPTED_EXIT = 130  # what a shell reports after Ctrl-C
@@ -40,6 +40,12 @@ def write_atomically(path: Path, write: Callable[[Any], None], newline: str | No
 
 def write_json(path: Path, records: list[dict[str, Any]]) -> None:
     write_atomically(path, lambda handle: json.dump(records, handle, indent=1, allow_nan=False))
+
+
+def status_counts(results: Iterable[Any]) -> Counter:
+    """Cells by status, an ok cell whose speedup stayed unstable counted as "unstable"."""
+    return Counter("unstable" if result.status == OK and result.unstable else result.status
+                   for result in results)
 
 
 def finish(args: argparse.Namespace, records: list[dict[str, Any]], counts: Counter,

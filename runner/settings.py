@@ -2,7 +2,8 @@
 that holds them, so every family validates them the same way and says the same things.
 
 A field's type says what a value must be (bool, int or float, a float meaning seconds); its
-metadata may set a bound: `field(default=30, metadata=at_least(1))`.
+metadata may set a bound: `field(default=30, metadata=at_least(1))`, and name a float that
+is not seconds: `above(0, "a fraction")`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def at_least(least: float) -> dict[str, Any]:
-    return {"least": least}
+def at_least(least: float, what: str | None = None) -> dict[str, Any]:
+    """`what` names a float that is not seconds ("a fraction")."""
+    return {"least": least, "what": what}
 
 
-def above(bound: float) -> dict[str, Any]:
-    return {"above": bound}
+def above(bound: float, what: str | None = None) -> dict[str, Any]:
+    return {"above": bound, "what": what}
 
 
 def settings_problems(settings: Any, schema: type, path: str = "") -> list[str]:
@@ -58,7 +60,7 @@ def _value_problem(kind: Any, bounds: Mapping[str, Any], value: Any) -> str | No
         what = "an integer"
     else:
         number = number and math.isfinite(value)
-        what = "a number of seconds"
+        what = bounds.get("what") or "a number of seconds"
     if "least" in bounds:
         if not number or value < bounds["least"]:
             return f"must be {what} of at least {bounds['least']:g}"

@@ -1,18 +1,22 @@
-"""Timing one call: CUDA events with L2 flushes on GPU, adaptive timing on CPU (imports torch).
+"""Timing calls: CUDA events with L2 flushes on GPU, blocks of calls on CPU (imports torch).
 
-Both run a first call (compilation happens there), then warm-up calls for at least
-`warmup_s`, then `samples` timed samples; every sample is kept.
+A lone timing (`measure`) runs a first call (compilation happens there), warm-up calls for at
+least `warmup_s`, then `samples` timed samples. A speedup (`measure_pair`) warms both sides
+the same way, then times them in interleaved blocks until its confidence interval is narrow
+enough (runner.paired). Every sample is kept.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
 
+from runner.paired import PairedTiming, sample_pairs
 from runner.timing import Timing, TimingSettings
 
 MIN_WARMUP_CALLS = 3
@@ -20,13 +24,25 @@ MAX_CALLS_PER_SAMPLE = 1_000_000
 # Writing this much more than the L2 size evicts everything a previous call left there.
 L2_FLUSH_FACTOR = 2
 MIN_FLUSH_BYTES = 256 * 2**20
+# A paired CUDA block stops here even for tiny kernels: each call also pays an L2 flush.
+CUDA_BLOCK_CALLS = 50
 
 
 def measure(fn: Callable[[], object], device: str, settings: TimingSettings) -> Timing:
+    """A lone timing: `samples` samples of one call."""
     if device == "cuda":
         return time_cuda(fn, settings)
     with cpu_threads(settings.threads):
         return time_cpu(fn, settings)
+
+
+def measure_pair(baseline: Callable[[], object], candidate: Callable[[], object], device: str,
+                 settings: TimingSettings) -> PairedTiming:
+    """The candidate's speedup over the baseline, timed in interleaved blocks."""
+    if device == "cuda":
+        return pair_cuda(baseline, candidate, settings)
+    with cpu_threads(settings.threads):
+        return pair_cpu(baseline, candidate, settings)
 
 
 @contextmanager
@@ -44,31 +60,51 @@ def time_cpu(
     settings: TimingSettings,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Timing:
-    """Time blocks of calls, each long enough (`min_sample_s`) for the clock to be precise.
-
-    Warm-up runs blocks too, growing them until one lasts `min_sample_s`, so calibration
-    costs no extra time.
-    """
+    """Time blocks of calls, each long enough (`min_sample_s`) for the clock to be precise."""
     fn()
+    number = _calibrate(fn, settings, clock)
+    samples = tuple(_block(fn, number, clock) for _ in range(settings.samples))
+    return Timing(samples, number)
 
-    def block(number: int) -> float:
-        begin = clock()
-        for _ in range(number):
-            fn()
-        return clock() - begin
 
+def pair_cpu(
+    baseline: Callable[[], object],
+    candidate: Callable[[], object],
+    settings: TimingSettings,
+    clock: Callable[[], float] = time.perf_counter,
+) -> PairedTiming:
+    """Both sides in alternating blocks of `min_sample_s` (runner.paired)."""
+    baseline()
+    candidate()
+    calls = _calibrate(baseline, settings, clock), _calibrate(candidate, settings, clock)
+    return sample_pairs(lambda: _block(baseline, calls[0], clock),
+                        lambda: _block(candidate, calls[1], clock), settings, calls, clock)
+
+
+def _block(fn: Callable[[], object], number: int, clock: Callable[[], float]) -> float:
+    """Milliseconds per call over `number` calls."""
+    begin = clock()
+    for _ in range(number):
+        fn()
+    return (clock() - begin) / number * 1000
+
+
+def _calibrate(fn: Callable[[], object], settings: TimingSettings,
+               clock: Callable[[], float]) -> int:
+    """Warm up in blocks, growing them until one lasts `min_sample_s`; the calls per block.
+
+    Calibration is the warm-up, so it costs no extra time.
+    """
     number, calls, spent = 1, 0, 0.0
     while True:
-        elapsed = block(number)
+        elapsed = _block(fn, number, clock) * number / 1000
         calls, spent = calls + number, spent + elapsed
         if elapsed < settings.min_sample_s and number < MAX_CALLS_PER_SAMPLE:
             # Aim 20% past the target, at most 10x per step in case the estimate is off.
             wanted = settings.min_sample_s / max(elapsed, 1e-9) * 1.2
             number = min(MAX_CALLS_PER_SAMPLE, number * min(10, math.ceil(wanted)))
         elif spent >= settings.warmup_s and calls >= MIN_WARMUP_CALLS:
-            break
-    samples = tuple(block(number) / number * 1000 for _ in range(settings.samples))
-    return Timing(samples, number)
+            return number
 
 
 def time_cuda(fn: Callable[[], object], settings: TimingSettings) -> Timing:
@@ -76,6 +112,34 @@ def time_cuda(fn: Callable[[], object], settings: TimingSettings) -> Timing:
 
     A sample includes any wait for the CPU to launch the kernels, as eager inference does.
     """
+    _warm_cuda(fn, settings)
+    flush = _flush_buffer() if settings.flush_l2 else None
+    samples = _cuda_calls(fn, settings.samples, flush)
+    del flush  # freed before the caller measures peak memory
+    return Timing(tuple(samples))
+
+
+def pair_cuda(baseline: Callable[[], object], candidate: Callable[[], object],
+              settings: TimingSettings) -> PairedTiming:
+    """Both sides in alternating blocks of calls between CUDA events (runner.paired); a block
+    is enough calls to last `min_sample_s` of GPU time, at most CUDA_BLOCK_CALLS."""
+    calls = []
+    for fn in (baseline, candidate):
+        _warm_cuda(fn, settings)
+        probe = statistics.median(_cuda_calls(fn, MIN_WARMUP_CALLS, None)) / 1000
+        calls.append(max(1, min(CUDA_BLOCK_CALLS, math.ceil(settings.min_sample_s / probe))))
+    flush = _flush_buffer() if settings.flush_l2 else None
+
+
+    def block(fn: Callable[[], object], number: int) -> Callable[[], float]:
+        return lambda: statistics.fmean(_cuda_calls(fn, number, flush))
+
+    # The flush buffer is freed on return, before the caller measures peak memory.
+    return sample_pairs(block(baseline, calls[0]), block(candidate, calls[1]), settings,
+                        (calls[0], calls[1]))
+
+
+def _warm_cuda(fn: Callable[[], object], settings: TimingSettings) -> None:
     fn()
     torch.cuda.synchronize()
     calls, start = 0, time.perf_counter()
@@ -85,11 +149,13 @@ def time_cuda(fn: Callable[[], object], settings: TimingSettings) -> Timing:
         if calls % 16 == 0:  # the clock only means something once the GPU has caught up
             torch.cuda.synchronize()
     torch.cuda.synchronize()
-    flush = _flush_buffer() if settings.flush_l2 else None
-    events = [
-        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        for _ in range(settings.samples)
-    ]
+
+
+def _cuda_calls(fn: Callable[[], object], number: int,
+                flush: torch.Tensor | None) -> list[float]:
+    """Milliseconds of each of `number` calls between CUDA events, L2 flushed before each."""
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(number)]
     for begin, end in events:
         if flush is not None:
             flush.zero_()
@@ -97,8 +163,7 @@ def time_cuda(fn: Callable[[], object], settings: TimingSettings) -> Timing:
         fn()
         end.record()
     torch.cuda.synchronize()
-    del flush  # freed before the caller measures peak memory
-    return Timing(tuple(begin.elapsed_time(end) for begin, end in events))
+    return [begin.elapsed_time(end) for begin, end in events]
 
 
 def _flush_buffer() -> torch.Tensor:

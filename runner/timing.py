@@ -6,11 +6,12 @@ need torch, are in runner.timers.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from runner.settings import at_least
+from runner.settings import above, at_least
 
 UNSTABLE_SPREAD = 0.10  # interquartile range over median above which a timing is flagged
 
@@ -20,15 +21,24 @@ class TimingSettings:
     """How carefully to time each call; tests and quick runs pass small values. A job's
     timing settings are checked against these fields (runner.settings)."""
 
-    # timed samples kept per measurement; the median is reported
+    # timed samples kept per lone measurement (a timing compared with nothing); the median
+    # is reported
     samples: int = field(default=30, metadata=at_least(1))
     # warm-up calls run for at least this long (after a first call)
     warmup_s: float = field(default=0.1, metadata=at_least(0))
-    # CPU: calls per sample are raised until a sample lasts this long
-    min_sample_s: float = field(default=0.01, metadata=at_least(0))
+    # CPU: calls per sample (per block of a paired measurement) are raised until a sample
+    # lasts this long
+    min_sample_s: float = field(default=0.005, metadata=at_least(0))
     # CPU: torch threads while timing (torchao times with 1)
     threads: int = field(default=1, metadata=at_least(1))
     flush_l2: bool = True  # CUDA: overwrite a buffer larger than L2 before every timed call
+    # Paired speedups (runner.paired): A B B A quartets are added until the 95% confidence
+    # interval's half-width is at most `ci_target` of the speedup, or `budget_s` is spent
+    # (at least `min_pairs`, at most `max_pairs` quartets).
+    ci_target: float = field(default=0.02, metadata=above(0, "a fraction"))
+    budget_s: float = field(default=2.0, metadata=at_least(0))
+    min_pairs: int = field(default=8, metadata=at_least(1))
+    max_pairs: int = field(default=400, metadata=at_least(1))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,3 +81,35 @@ class Timing:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Timing:
         return cls(tuple(data["samples_ms"]), data["calls_per_sample"])
+
+
+# Command-line options of the sub-commands that time calls: flag -> (field, help).
+OPTIONS = {
+    "--samples": ("samples", "timed samples of a lone measurement"),
+    "--warmup": ("warmup_s", "least warm-up time per side, seconds"),
+    "--min-sample-time": ("min_sample_s", "CPU: least time per sample or block, seconds"),
+    "--threads": ("threads", "CPU: torch threads while timing"),
+    "--ci-target": ("ci_target", "speedups: stop once the 95%% CI half-width is at most "
+                    "this fraction of the speedup"),
+    "--budget": ("budget_s", "speedups: time budget for the pairs of one speedup, seconds"),
+    "--min-pairs": ("min_pairs", "speedups: least interleaved pairs"),
+    "--max-pairs": ("max_pairs", "speedups: most interleaved pairs"),
+}
+
+
+def add_timing_options(parser: argparse.ArgumentParser) -> None:
+    """The timing options; each left out keeps the spec's value, else the default."""
+    group = parser.add_argument_group("timing")
+    defaults = TimingSettings()
+    for flag, (name, text) in OPTIONS.items():
+        kind = int if isinstance(getattr(defaults, name), int) else float
+        group.add_argument(flag, dest=name, type=kind, metavar=kind.__name__.upper(),
+                           help=f"{text} (default: {getattr(defaults, name)})")
+    group.add_argument("--no-l2-flush", dest="flush_l2", action="store_false", default=None,
+                       help="CUDA: keep L2 warm between timed calls")
+
+
+def timing_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The TimingSettings fields the options set."""
+    names = [name for name, _ in OPTIONS.values()] + ["flush_l2"]
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}

@@ -19,7 +19,7 @@ from benchsite.results.models import UploadToken
 class JobCellSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobCell
-        fields = ["index", "key", "status", "attempts", "error", "worker", "measured_s",
+        fields = ["index", "key", "status", "attempts", "error", "worker", "measured_s", "unstable",
                   "upload", "started_at", "finished_at"]
 
 

@@ -120,6 +120,8 @@ class JobCell(models.Model):
     error = models.TextField(blank=True, help_text="skip reason, or the failure's traceback")
     worker = models.CharField(max_length=255, blank=True)
     measured_s = models.FloatField(null=True, blank=True, help_text="time inside timed calls")
+    unstable = models.BooleanField(
+        default=False, help_text="its speedup's 95% interval stayed wider than the target")
     upload = models.ForeignKey("results.Upload", null=True, blank=True,
                                on_delete=models.SET_NULL)
     started_at = models.DateTimeField(null=True, blank=True)

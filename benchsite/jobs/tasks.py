@@ -100,16 +100,16 @@ def execute(cell: JobCell) -> None:
             idempotency_key=f"job-{job.pk}-cell-{cell.pk}",
         )
         finish(cell, CELL_STATUS[outcome.status], error=outcome.error, upload=stored.upload,
-               measured_s=outcome.measured_s)
+               measured_s=outcome.measured_s, unstable=outcome.unstable)
 
 
 def finish(cell: JobCell, status: str, *, error: str = "", upload: Upload | None = None,
-           measured_s: float | None = None) -> None:
+           measured_s: float | None = None, unstable: bool = False) -> None:
     """Record the cell's end and count it; the last cell to end closes the job."""
     with transaction.atomic():
         ended = JobCell.objects.filter(pk=cell.pk, status=JobCell.Status.RUNNING).update(
             status=status, error=error, upload=upload, measured_s=measured_s,
-            finished_at=timezone.now())
+            unstable=unstable, finished_at=timezone.now())
         if not ended:
             return
         cell.status = status

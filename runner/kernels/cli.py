@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,9 @@ from runner.kernels.definitions import DIRECTIONS, DTYPES, KERNELS
 from runner.kernels.records import cell_records
 from runner.kernels.results import KernelResult
 from runner.kernels.spec import DEFAULT_COMPILE_MODE, DEVICES, parse
-from runner.outputs import finish
+from runner.outputs import finish, status_counts
 from runner.specs import SpecError
-from runner.timing import TimingSettings
+from runner.timing import TimingSettings, add_timing_options, timing_overrides
 from runner.upload import add_upload_options, missing_token
 
 DEFAULT_SHAPES = {"cuda": ["32768x1024", "32768x4096", "32768x16384"],
@@ -61,16 +60,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         "(default: an rtol per dtype, atol scaled to each tensor's magnitude)")
     parser.add_argument("--rtol", type=float)
     parser.add_argument("-o", "--output", type=Path, help="write the records (JSON list) here")
-    timing = parser.add_argument_group("timing")
-    defaults = TimingSettings()
-    timing.add_argument("--samples", type=int, default=defaults.samples)
-    timing.add_argument("--warmup", type=float, default=defaults.warmup_s, metavar="SECONDS")
-    timing.add_argument("--min-sample-time", type=float, default=defaults.min_sample_s,
-                        metavar="SECONDS", help="CPU: least time per sample")
-    timing.add_argument("--threads", type=int, default=defaults.threads,
-                        help="CPU: torch threads while timing")
-    timing.add_argument("--no-l2-flush", action="store_true",
-                        help="CUDA: keep L2 warm between timed calls")
+    add_timing_options(parser)
     add_upload_options(parser)
     parser.set_defaults(func=main)
 
@@ -89,12 +79,12 @@ def main(args: argparse.Namespace) -> int:
 
     from runner.kernels.execute import run_cell  # torch: only once cells run
 
-    context, eager_timings = RunContext.collect(), {}
+    context = RunContext.collect()
     results, interrupted = [], False
     try:
         for number, cell in enumerate(cells, 1):
             settings = TimingSettings(**cell.timing)
-            results.append(run_cell(cell, settings, eager_timings))
+            results.append(run_cell(cell, settings))
             print(f"{number:5d}/{len(cells)}  {results[-1].status:7s}  {cell.key}",
                   file=sys.stderr, flush=True)
     except KeyboardInterrupt:
@@ -103,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
     print(table(results))
     stopped = f"{len(results)} of {len(cells)} cells finished; nothing uploaded" \
         if interrupted else ""
-    return finish(args, records, Counter(result.status for result in results), stopped)
+    return finish(args, records, status_counts(results), stopped)
 
 
 def spec_of(args: argparse.Namespace) -> dict[str, Any]:
@@ -116,9 +106,7 @@ def spec_of(args: argparse.Namespace) -> dict[str, Any]:
         "shapes": args.shape or DEFAULT_SHAPES[device],
         "dtype": args.dtype,
         "device": device,
-        "timing": {"samples": args.samples, "warmup_s": args.warmup,
-                   "min_sample_s": args.min_sample_time, "threads": args.threads,
-                   "flush_l2": not args.no_l2_flush},
+        "timing": timing_overrides(args),
     }
     if "compiled" in args.backend:
         spec["compile_modes"] = args.compile_mode
@@ -156,6 +144,8 @@ def table(results: list[KernelResult]) -> str:
             numbers = (f"{result.timing.median_ms:.4f}", f"{result.gbps:.1f}",
                        "" if result.speedup is None else f"{result.speedup:.2f}x")
         state = result.accuracy or ""
+        if result.unstable:
+            state += ", unstable speedup"
         if result.status != OK:
             reason = result.reason.splitlines()[0] if result.reason else ""
             state = f"{state + ', ' if state else ''}{result.status}: {reason}"

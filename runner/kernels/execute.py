@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Callable
-from typing import Any
 
 import torch
 import torch._functorch.config as functorch_config
@@ -22,13 +21,12 @@ from runner.kernels.backends import BACKENDS, Function
 from runner.kernels.definitions import BACKWARD, KERNELS, Kernel, bytes_moved
 from runner.kernels.results import FAIL_ACCURACY, PASS, KernelResult
 from runner.kernels.spec import DEFAULT_RTOL, KernelCell
-from runner.timers import measure
-from runner.timing import Timing, TimingSettings
+from runner.timers import measure, measure_pair
+from runner.timing import TimingSettings
 
 logger = logging.getLogger(__name__)
 
 SEED = 0
-EagerTimings = dict[tuple[Any, ...], Timing]
 
 
 class _Skip(Exception):
@@ -39,13 +37,7 @@ class AccuracyMismatch(Exception):
     """The backend's output or gradients differ from eager beyond the tolerance."""
 
 
-def eager_key(cell: KernelCell, settings: TimingSettings) -> tuple[Any, ...]:
-    """Cells sharing this key share one eager timing (state kept across a worker's cells)."""
-    return (cell.kernel, cell.direction, cell.m, cell.n, cell.dtype, cell.device, settings)
-
-
-def run_cell(cell: KernelCell, settings: TimingSettings,
-             eager_timings: EagerTimings | None = None) -> KernelResult:
+def run_cell(cell: KernelCell, settings: TimingSettings) -> KernelResult:
     result = KernelResult(cell, OK, settings,
                           bytes=bytes_moved(cell.kernel, cell.direction, cell.m, cell.n,
                                             cell.dtype))
@@ -53,24 +45,25 @@ def run_cell(cell: KernelCell, settings: TimingSettings,
         # Timed backward calls reuse one graph (retain_graph), which compiled graphs that
         # donate their saved buffers refuse; they are compiled (on first call) in here.
         with functorch_config.patch(donated_buffer=False):
-            _run(cell, settings, {} if eager_timings is None else eager_timings, result)
+            _run(cell, settings, result)
     except _Skip as skip:
         result.status, result.reason = SKIPPED, str(skip)
-        result.timing = result.eager = None
+        result.timing = result.eager = result.paired = None
     except AccuracyMismatch as mismatch:
         result.status, result.reason, result.accuracy = FAILED, str(mismatch), FAIL_ACCURACY
     except Exception as error:
         logger.info("cell %s failed", cell.key, exc_info=True)  # the traceback is kept
         result.status, result.reason = FAILED, f"{type(error).__name__}: {error}"
         result.traceback = traceback.format_exc()
-        result.timing = result.eager = None
+        result.timing = result.eager = result.paired = None
     if cell.device == "cuda" or result.status == FAILED:
         release_memory()
     return result
 
 
-def _run(cell: KernelCell, settings: TimingSettings, eager_timings: EagerTimings,
-         result: KernelResult) -> None:
+def _run(cell: KernelCell, settings: TimingSettings, result: KernelResult) -> None:
+    """Eager alone is timed alone; another backend is timed interleaved with eager, its
+    baseline (runner.paired), so its speedup holds on a busy machine."""
     backend = BACKENDS[cell.backend]
     reason = device_problem(cell.device) or backend.unavailable(cell.device)
     if reason:
@@ -83,25 +76,23 @@ def _run(cell: KernelCell, settings: TimingSettings, eager_timings: EagerTimings
     inputs, grad_out = make_inputs(kernel, cell)
     eager = BACKENDS["eager"].build(cell.kernel, None)
 
-    def timed(what: str, fn: Function) -> Timing:
-        timing = measure(_pass(kernel, cell.direction, fn, inputs, grad_out, what),
-                         cell.device, settings)
-        result.measured_s += timing.measured_s
-        note = timing.instability(what)
-        if note:
-            result.notes.append(note)
-        return timing
+    def calls(fn: Function, what: str) -> Callable[[], object]:
+        return _pass(kernel, cell.direction, fn, inputs, grad_out, what)
 
-    if cell.backend != "eager":
+    if cell.backend == "eager":
+        result.timing = measure(calls(function, cell.label), cell.device, settings)
+        note = result.timing.instability(cell.label)
+        result.measured_s += result.timing.measured_s
+    else:
         _check_accuracy(kernel, cell, function, eager, inputs, grad_out)
         result.accuracy = PASS
-    result.timing = timed(cell.label, function)
-    key = eager_key(cell, settings)
-    if cell.backend == "eager":
-        eager_timings[key] = result.timing
-    elif key not in eager_timings:
-        eager_timings[key] = timed("eager", eager)
-    result.eager = eager_timings[key]
+        result.paired = measure_pair(calls(eager, "eager"), calls(function, cell.label),
+                                     cell.device, settings)
+        result.timing, result.eager = result.paired.candidate, result.paired.baseline
+        note = result.paired.instability(f"{cell.label} over eager")
+        result.measured_s += result.paired.measured_s
+    if note:
+        result.notes.append(note)
 
 
 def make_inputs(kernel: Kernel, cell: KernelCell) -> tuple[list[torch.Tensor], torch.Tensor]:

@@ -31,7 +31,7 @@ def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any]
 
     spec_cell = KernelCell.from_dict(cell)
     timing = TimingSettings(**{**spec_cell.timing, **settings})
-    result = run_cell(spec_cell, timing, state.setdefault("eager_timings", {}))
+    result = run_cell(spec_cell, timing)
     return Outcome(result.status, cell_records(result, context),
                    error=result.traceback or result.reason, measured_s=result.measured_s,
                    detail=result)

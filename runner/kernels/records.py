@@ -6,7 +6,8 @@ is the kernel, model.backend the backend, benchmark.mode the direction ("forward
 kernel's backward alone is neither), the shape in benchmark.extra_info.
 
 Metrics: latency (ms, every sample; the median is the value), memory_bandwidth (GB/s, bytes
-over the median latency), speedup (x, eager's median over this one's; not for eager) and
+over the median latency), speedup (x: the ratio of every pair of blocks timed interleaved
+with eager, their median the value, the 95% interval in extra_info; not for eager) and
 accuracy ("pass"/"fail_accuracy" as strings, as TorchInductor's dashboards write them; not
 for eager, the reference). A skipped or failed cell adds a "status" record with the reason
 (runner.contract.status).
@@ -50,10 +51,12 @@ def _measurements(result: KernelResult) -> list[dict[str, Any]]:
                 calls_per_sample=timing.calls_per_sample),
         number_metric(KernelMetric.BANDWIDTH, [result.gbps], "GB/s", bytes=result.bytes),
     ]
-    if result.speedup is not None:
+    if result.paired is not None:
         assert result.eager is not None
-        metrics.append(number_metric(KernelMetric.SPEEDUP, [result.speedup], "x",
-                               eager_median_ms=result.eager.median_ms))
+        metrics.append(number_metric(KernelMetric.SPEEDUP, list(result.paired.ratios), "x",
+                                     speedup=result.paired.speedup,
+                                     eager_median_ms=result.eager.median_ms,
+                                     **result.paired.summary()))
     return metrics
 
 

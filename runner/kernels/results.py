@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runner.kernels.spec import KernelCell
+from runner.paired import PairedTiming
 from runner.timing import Timing, TimingSettings
 
 PASS, FAIL_ACCURACY = "pass", "fail_accuracy"
@@ -19,7 +20,8 @@ class KernelResult:
     traceback: str = ""  # of the error that failed it
     bytes: int = 0  # least traffic of one pass (definitions)
     timing: Timing | None = None
-    eager: Timing | None = None  # the baseline of the speedup
+    eager: Timing | None = None  # the baseline of the speedup, timed with this one
+    paired: PairedTiming | None = None  # this backend interleaved with eager (not for eager)
     accuracy: str | None = None  # PASS or FAIL_ACCURACY; None for eager and unchecked cells
     notes: list[str] = field(default_factory=list)
     measured_s: float = 0.0  # inside timed calls
@@ -32,6 +34,9 @@ class KernelResult:
 
     @property
     def speedup(self) -> float | None:
-        if self.timing is None or self.eager is None or self.cell.backend == "eager":
-            return None
-        return self.eager.median_ms / self.timing.median_ms
+        """The median of the interleaved pairs' ratios, eager's time over this one's."""
+        return self.paired.speedup if self.paired else None
+
+    @property
+    def unstable(self) -> bool:
+        return self.paired is not None and self.paired.unstable

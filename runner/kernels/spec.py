@@ -12,7 +12,8 @@
     timing: {samples: 30, warmup_s: 0.1}  # runner.timing.TimingSettings fields
 
 A cell is one kernel, direction, shape and backend (one compile mode of `compiled`); eager
-cells come first so the others find their baseline timing already measured.
+cells come first. Another backend's cell times eager again, interleaved with itself, for its
+speedup (runner.paired).
 """
 
 from __future__ import annotations

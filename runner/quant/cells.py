@@ -8,7 +8,7 @@ same way.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runner.contract.names import quant_model_name
@@ -31,6 +31,8 @@ class QuantCell:
     enable_profiler: bool = False
     enable_memory_profiler: bool = False
     custom_recipe: CustomRecipe | None = None
+    # the spec's `timing` (runner.timing.TimingSettings overrides); a job's settings win
+    timing: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def recipe(self) -> Recipe:
         if self.custom_recipe is not None:
@@ -59,11 +61,6 @@ class QuantCell:
     @property
     def file_stem(self) -> str:
         return re.sub(r"[^A-Za-z0-9.+-]+", "_", self.key)
-
-    def baseline_key(self, compile_mode: str | None) -> tuple[Any, ...]:
-        """Cells sharing this key share one high-precision baseline measurement."""
-        s = self.shape
-        return (self.model_type, s.m, s.k, s.n, self.dtype, self.device, compile_mode)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

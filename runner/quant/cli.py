@@ -9,56 +9,42 @@ import argparse
 import logging
 import signal
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from runner.environment import RunContext
-from runner.outputs import finish, interrupt, listing
+from runner.outputs import finish, interrupt, listing, status_counts
 from runner.quant.cells import QuantCell
 from runner.quant.records import cell_records
 from runner.quant.report import table, write_csv
 from runner.quant.results import CellResult
 from runner.quant.spec import parse_spec
-from runner.timing import TimingSettings
+from runner.settings import settings_problems
+from runner.timing import TimingSettings, add_timing_options, timing_overrides
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csv", type=Path, help="write torchao-style CSV here")
-    timing = parser.add_argument_group("timing")
-    defaults = TimingSettings()
-    timing.add_argument("--samples", type=int, default=defaults.samples,
-                        help="timed samples per measurement (default: %(default)s)")
-    timing.add_argument("--warmup", type=float, default=defaults.warmup_s, metavar="SECONDS",
-                        help="least warm-up time per measurement (default: %(default)s)")
-    timing.add_argument("--min-sample-time", type=float, default=defaults.min_sample_s,
-                        metavar="SECONDS", help="CPU: least time per sample (default: %(default)s)")
-    timing.add_argument("--threads", type=int, default=defaults.threads,
-                        help="CPU: torch threads while timing (default: %(default)s)")
-    timing.add_argument("--no-l2-flush", action="store_true",
-                        help="CUDA: keep L2 warm between timed calls")
+    add_timing_options(parser)
 
 
 def run_spec(data: Any, args: argparse.Namespace) -> int:
     """Run a parsed torchao config as the options say; SpecError when it is invalid."""
-    cells = parse_spec(data, str(args.spec)).cells()
+    spec = parse_spec(data, str(args.spec))
+    cells = spec.cells()
     if args.dry_run:
         print(listing([cell.key for cell in cells]))
         return 0
-    if args.samples < 1 or args.threads < 1:
-        print("error: --samples and --threads must be at least 1", file=sys.stderr)
+    overrides = {**spec.timing, **timing_overrides(args)}
+    problems = settings_problems(overrides, TimingSettings, "timing")
+    if problems:
+        print("error: " + "; ".join(problems), file=sys.stderr)
         return 2
     logging.basicConfig(
         level=logging.WARNING if args.verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    settings = TimingSettings(
-        samples=args.samples,
-        warmup_s=args.warmup,
-        min_sample_s=args.min_sample_time,
-        threads=args.threads,
-        flush_l2=not args.no_l2_flush,
-    )
+    settings = TimingSettings(**overrides)
     results, interrupted = _run_cells(cells, settings)
     context = RunContext.collect()
     records = [record for result in results for record in cell_records(result, context)]
@@ -68,7 +54,7 @@ def run_spec(data: Any, args: argparse.Namespace) -> int:
         print(f"CSV written to {args.csv}")
     stopped = (f"{len(results)} of {len(cells)} cells finished, outputs hold those; "
                "nothing uploaded") if interrupted else ""
-    return finish(args, records, Counter(result.status for result in results), stopped)
+    return finish(args, records, status_counts(results), stopped)
 
 
 def _run_cells(cells: list[QuantCell], settings: TimingSettings) -> tuple[list[CellResult], bool]:

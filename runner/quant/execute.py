@@ -1,4 +1,5 @@
-"""Running cells: baseline and quantized model, eager and compiled, each cell isolated.
+"""Running cells: baseline and quantized model timed together, eager and compiled, each cell
+isolated.
 
 A cell this machine cannot run is "skipped" with the reason; an exception (out-of-memory
 included) makes it "failed" with the error; either way the next cell runs. Ctrl-C is not
@@ -21,13 +22,15 @@ from torch.profiler import ProfilerActivity, profile
 
 from runner.contract.status import FAILED, OK, SKIPPED
 from runner.devices import device_problem, release_memory
+from runner.machine import load_average
+from runner.paired import PairedTiming
 from runner.quant import models
 from runner.quant.cells import QuantCell
 from runner.quant.recipes import Recipe
 from runner.quant.results import CellResult
 from runner.quant.spec import Spec
-from runner.timers import measure
-from runner.timing import Timing, TimingSettings
+from runner.timers import measure_pair
+from runner.timing import TimingSettings
 
 logger = logging.getLogger(__name__)
 
@@ -36,49 +39,28 @@ MEMORY_HISTORY_ENTRIES = 100_000
 MB = 2**20
 
 
-class BaselineCache:
-    """High-precision timings by `QuantCell.baseline_key`, shared by the cells of a run or
-    worker."""
-
-    def __init__(self) -> None:
-        self._timings: dict[tuple[Any, ...], Timing] = {}
-
-    def get(self, key: tuple[Any, ...]) -> Timing | None:
-        return self._timings.get(key)
-
-    def put(self, key: tuple[Any, ...], timing: Timing) -> None:
-        self._timings[key] = timing
-
-
 def run_spec(
     spec: Spec | Iterable[QuantCell],
     settings: TimingSettings | None = None,
-    baseline_cache: BaselineCache | None = None,
     on_cell: Callable[[CellResult], None] | None = None,
 ) -> list[CellResult]:
     """Run every cell in order; `on_cell` sees each result as soon as it exists."""
     cells = spec.cells() if isinstance(spec, Spec) else list(spec)
-    cache = baseline_cache if baseline_cache is not None else BaselineCache()
     results = []
     for cell in cells:
-        result = run_cell(cell, cache, settings)
+        result = run_cell(cell, settings)
         results.append(result)
         if on_cell is not None:
             on_cell(result)
     return results
 
 
-def run_cell(
-    cell: QuantCell,
-    baseline_cache: BaselineCache | None = None,
-    settings: TimingSettings | None = None,
-) -> CellResult:
+def run_cell(cell: QuantCell, settings: TimingSettings | None = None) -> CellResult:
     settings = settings or TimingSettings()
     started = time.perf_counter()
-    result = CellResult(cell, OK, settings=settings)
+    result = CellResult(cell, OK, settings=settings, load_avg={"start": load_average()})
     try:
-        _run(cell, baseline_cache if baseline_cache is not None else BaselineCache(), settings,
-             result)
+        _run(cell, settings, result)
     except _Skip as skip:
         result.status, result.reason = SKIPPED, str(skip)
         _clear_measurements(result)
@@ -91,6 +73,7 @@ def run_cell(
     if cell.device == "cuda" or result.status == FAILED:
         release_memory()
     result.wall_s = time.perf_counter() - started
+    result.load_avg["end"] = load_average()
     return result
 
 
@@ -105,35 +88,28 @@ def _fail(result: CellResult, error: str) -> None:
 
 
 def _clear_measurements(result: CellResult) -> None:
-    result.baseline_eager = result.quantized_eager = None
-    result.baseline_compiled = result.quantized_compiled = None
+    result.eager = result.compiled = None
     result.sqnr_db = result.peak_memory_mb = None
 
 
-def _run(cell: QuantCell, cache: BaselineCache, settings: TimingSettings,
-         result: CellResult) -> None:
+def _run(cell: QuantCell, settings: TimingSettings, result: CellResult) -> None:
     recipe = cell.recipe()
     reason = device_problem(cell.device) or recipe.requires.unmet(cell.device)
     if reason:
         raise _Skip(reason)
-    _measure(cell, recipe, recipe.build(), cache, settings, result)
+    _measure(cell, recipe, recipe.build(), settings, result)
 
 
 def _measure(
     cell: QuantCell,
     recipe: Recipe,
     config: Any,
-    cache: BaselineCache,
     settings: TimingSettings,
     result: CellResult,
 ) -> None:
-    def timed(what: str, fn: Callable[[], object]) -> Timing:
-        timing = measure(fn, cell.device, settings)
-        result.measured_s += timing.measured_s
-        note = timing.instability(what)
-        if note:
-            result.notes.append(note)
-        return timing
+    """The baseline and the quantized model timed together (runner.paired): eager, then
+    compiled when the cell compiles. The baseline is timed again in every cell, interleaved
+    with that cell's model: a baseline timed once, earlier, would carry that moment's load."""
 
     if cell.compile_mode:
         torch._dynamo.reset()  # fresh recompile budget: every cell compiles new modules
@@ -144,9 +120,7 @@ def _measure(
     )
     with torch.no_grad():
         reference = baseline(data)
-        _time_baseline(cell, cache, baseline, data, timed, result)
         model = copy.deepcopy(baseline)
-        del baseline
         recipe.apply(model, config)
         if not recipe.is_baseline:
             _check_quantized(model, recipe.label, result)
@@ -157,36 +131,34 @@ def _measure(
         result.quantized_bytes += models.model_bytes(model)
         del reference, output
 
-        result.quantized_eager = timed("eager quantized", lambda: model(data))
-        main = model  # the headline model: compiled when the cell compiles
-        if cell.compile_mode:
-            main = _compile(model, cell.compile_mode)
-            result.quantized_compiled = timed("compiled quantized", lambda: main(data))
+        main = _time_pairs(cell, baseline, model, data, settings, result)
+        del baseline  # not part of the quantized model's peak memory
         if cell.device == "cuda":
             result.peak_memory_mb = _peak_memory_mb(lambda: main(data))
         _write_artifacts(cell, lambda: main(data), result)
 
 
-def _time_baseline(
-    cell: QuantCell,
-    cache: BaselineCache,
-    baseline: Any,
-    data: torch.Tensor,
-    timed: Callable[[str, Callable[[], object]], Timing],
-    result: CellResult,
-) -> None:
-    """Eager and compiled baseline timings, measured only when no earlier cell has them."""
-    result.baseline_eager = cache.get(cell.baseline_key(None))
-    if result.baseline_eager is None:
-        result.baseline_eager = timed("eager baseline", lambda: baseline(data))
-        cache.put(cell.baseline_key(None), result.baseline_eager)
-    if cell.compile_mode:
-        key = cell.baseline_key(cell.compile_mode)
-        result.baseline_compiled = cache.get(key)
-        if result.baseline_compiled is None:
-            compiled = _compile(baseline, cell.compile_mode)
-            result.baseline_compiled = timed("compiled baseline", lambda: compiled(data))
-            cache.put(key, result.baseline_compiled)
+def _time_pairs(cell: QuantCell, baseline: Any, model: Any, data: torch.Tensor,
+                settings: TimingSettings, result: CellResult) -> Any:
+    """Eager, then compiled when the cell compiles; the headline model (compiled or not)."""
+
+    def paired(what: str, baseline_call: Callable[[], object],
+               quantized_call: Callable[[], object]) -> PairedTiming:
+        timing = measure_pair(baseline_call, quantized_call, cell.device, settings)
+        result.measured_s += timing.measured_s
+        note = timing.instability(what)
+        if note:
+            result.notes.append(note)
+        return timing
+
+    result.eager = paired("eager", lambda: baseline(data), lambda: model(data))
+    if not cell.compile_mode:
+        return model
+    compiled_baseline = _compile(baseline, cell.compile_mode)
+    compiled = _compile(model, cell.compile_mode)
+    result.compiled = paired("compiled", lambda: compiled_baseline(data),
+                             lambda: compiled(data))
+    return compiled
 
 
 def _compile(model: Any, mode: str) -> Any:

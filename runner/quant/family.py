@@ -27,12 +27,11 @@ def check_settings(settings: Mapping[str, Any]) -> None:
 
 def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any],
         context: RunContext) -> Outcome:
-    from runner.quant.execute import BaselineCache, run_cell  # torch: only when a cell runs
+    from runner.quant.execute import run_cell  # torch: only when a cell runs
 
-    baselines = state.setdefault("baselines", BaselineCache())
     spec_cell = QuantCell.from_dict(cell)
     Path(spec_cell.output_dir).mkdir(parents=True, exist_ok=True)
-    result = run_cell(spec_cell, baselines, TimingSettings(**settings))
+    result = run_cell(spec_cell, TimingSettings(**{**spec_cell.timing, **settings}))
     return Outcome(result.status, cell_records(result, context),
                    error=result.traceback or result.reason or "",
-                   measured_s=result.measured_s, detail=result)
+                   measured_s=result.measured_s, unstable=result.unstable, detail=result)

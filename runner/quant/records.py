@@ -1,7 +1,9 @@
 """A cell result as PyTorch OSS benchmark ("v3") records, in torchao's CI format.
 
 torchao's four metrics come first ("Fwd Speedup (x)" is compiled-over-compiled when the cell
-compiles, else eager), then ours. A skipped or failed cell becomes one "status" record
+compiles, else eager), then ours. A speedup's values are the ratios of its interleaved pairs
+(their median is the speedup) and its extra_info carries the 95% interval and `unstable`
+when the interval stayed wider than its target. A skipped or failed cell becomes one "status" record
 (runner.contract.status), so it stays visible on dashboards.
 """
 
@@ -14,6 +16,7 @@ from runner.contract.metrics import number_metric
 from runner.contract.names import QUANT_BENCHMARK, QUANT_MODEL_TYPE, QUANT_ORIGINS, QuantMetric
 from runner.contract.status import OK, status_metric
 from runner.environment import RunContext
+from runner.paired import PairedTiming
 from runner.quant.results import CellResult
 from runner.timing import Timing
 
@@ -51,6 +54,9 @@ def _record(result: CellResult, context: RunContext, metric: dict[str, Any]) -> 
         per_run["timing_samples"] = result.settings.samples
     if result.notes:
         per_run["notes"] = "; ".join(result.notes)
+    if result.paired is not None:  # what the machine was doing while it measured
+        per_run.update({f"load_avg_{when}": load for when, load in result.load_avg.items()
+                        if load is not None})
     metric = {**metric, "extra_info": {**metric.get("extra_info", {}), **per_run}}
     return {
         "benchmark": {
@@ -80,23 +86,29 @@ def _time(name: str, timing: Timing) -> dict[str, Any]:
     )
 
 
+def _speedup(name: str, paired: PairedTiming, **extra: Any) -> dict[str, Any]:
+    """Every pair's ratio as values (their median is the speedup), the 95% interval and
+    whether it met its target in extra_info (runner.paired)."""
+    return number_metric(name, list(paired.ratios), "x", speedup=paired.speedup,
+                         **paired.summary(), **extra)
+
+
 def _metrics(result: CellResult) -> list[dict[str, Any]]:
-    assert result.baseline and result.quantized and result.speedup is not None
+    assert result.paired and result.eager and result.baseline and result.quantized
     compiled = result.cell.compile_mode is not None
     metrics = [
-        number_metric(QuantMetric.SPEEDUP, [result.speedup], "x", compiled=compiled),
+        _speedup(QuantMetric.SPEEDUP, result.paired, compiled=compiled),
         _time(QuantMetric.BASELINE_TIME, result.baseline),
         _time(QuantMetric.QUANTIZED_TIME, result.quantized),
     ]
     if result.peak_memory_mb is not None:
         metrics.append(number_metric(QuantMetric.MEMORY, [result.peak_memory_mb], "MB"))
-    if result.eager_speedup is not None:
-        metrics.append(number_metric(QuantMetric.EAGER_SPEEDUP, [result.eager_speedup], "x"))
-    if compiled and result.baseline_eager and result.quantized_eager:
+    metrics.append(_speedup(QuantMetric.EAGER_SPEEDUP, result.eager))
+    if result.compiled is not None:
         metrics += [
-            number_metric(QuantMetric.COMPILED_SPEEDUP, [result.speedup], "x"),
-            _time(QuantMetric.BASELINE_EAGER_TIME, result.baseline_eager),
-            _time(QuantMetric.QUANTIZED_EAGER_TIME, result.quantized_eager),
+            _speedup(QuantMetric.COMPILED_SPEEDUP, result.compiled),
+            _time(QuantMetric.BASELINE_EAGER_TIME, result.eager.baseline),
+            _time(QuantMetric.QUANTIZED_EAGER_TIME, result.eager.candidate),
         ]
     if result.tflops is not None:
         metrics.append(number_metric(QuantMetric.TFLOPS, [result.tflops], "TFLOP/s"))

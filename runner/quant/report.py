@@ -109,21 +109,24 @@ def _number(value: float | None, form: str) -> str:
 def table(results: Iterable[CellResult]) -> str:
     """A plain-text table, one row per cell; skipped and failed cells show why."""
     headers = ("recipe", "model", "shape", "compile", "status", "bf16 ms", "quant ms",
-               "speedup", "SQNR dB", "note")
+               "speedup", "95% CI", "pairs", "SQNR dB", "note")
     rows = []
     for result in results:
         cell = result.cell
         note = result.reason if result.status != OK else "; ".join(result.notes)
-        baseline, quantized = result.baseline, result.quantized
+        baseline, quantized, paired = result.baseline, result.quantized, result.paired
+        interval = paired.ci if paired else None
         rows.append((
             cell.label,
             cell.model_type,
             f"{cell.shape.name} {cell.shape.m}x{cell.shape.k}x{cell.shape.n}",
             cell.compile_mode or "eager",
-            result.status,
+            "unstable" if result.unstable else result.status,
             _number(baseline.median_ms if baseline else None, ".4f"),
             _number(quantized.median_ms if quantized else None, ".4f"),
-            _number(result.speedup, ".2f") + ("x" if result.speedup is not None else ""),
+            _number(result.speedup, ".3f") + ("x" if result.speedup is not None else ""),
+            f"{interval[0]:.3f}-{interval[1]:.3f}" if interval else "-",
+            str(paired.pairs) if paired else "-",
             _number(result.sqnr_db, ".1f"),
             note or "",
         ))

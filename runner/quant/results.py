@@ -5,14 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from runner.paired import PairedTiming
 from runner.quant.cells import QuantCell
 from runner.timing import Timing, TimingSettings
-
-
-def _ratio(baseline: Timing | None, quantized: Timing | None) -> float | None:
-    if baseline is None or quantized is None:
-        return None
-    return baseline.median_ms / quantized.median_ms
 
 
 @dataclass
@@ -21,10 +16,8 @@ class CellResult:
     status: str  # runner.contract.status: OK, SKIPPED or FAILED
     reason: str | None = None  # why it was skipped, or the error that failed it
     traceback: str | None = None  # of the error that failed it (kept out of the records)
-    baseline_eager: Timing | None = None
-    quantized_eager: Timing | None = None
-    baseline_compiled: Timing | None = None
-    quantized_compiled: Timing | None = None
+    eager: PairedTiming | None = None  # baseline and quantized model, eager, interleaved
+    compiled: PairedTiming | None = None  # the same, both compiled (when the cell compiles)
     sqnr_db: float | None = None  # quantized output against the high-precision output
     peak_memory_mb: float | None = None  # CUDA: peak allocated during a quantized forward
     flops: int | None = None  # of one forward pass
@@ -33,28 +26,55 @@ class CellResult:
     notes: list[str] = field(default_factory=list)
     settings: TimingSettings | None = None
     measured_s: float = 0.0  # time inside timed calls made for this cell
+    load_avg: dict[str, list[float] | None] = field(default_factory=dict)  # at start, end
     wall_s: float = 0.0
 
     @property
-    def eager_speedup(self) -> float | None:
-        return _ratio(self.baseline_eager, self.quantized_eager)
+    def paired(self) -> PairedTiming | None:
+        """The headline measurement: compiled when the cell compiles, else eager."""
+        return self.compiled if self.cell.compile_mode else self.eager
 
     @property
-    def compiled_speedup(self) -> float | None:
-        return _ratio(self.baseline_compiled, self.quantized_compiled)
+    def baseline_eager(self) -> Timing | None:
+        return self.eager.baseline if self.eager else None
+
+    @property
+    def quantized_eager(self) -> Timing | None:
+        return self.eager.candidate if self.eager else None
+
+    @property
+    def baseline_compiled(self) -> Timing | None:
+        return self.compiled.baseline if self.compiled else None
+
+    @property
+    def quantized_compiled(self) -> Timing | None:
+        return self.compiled.candidate if self.compiled else None
 
     @property
     def baseline(self) -> Timing | None:
-        """The headline baseline timing: compiled when the cell compiles, else eager."""
-        return self.baseline_compiled if self.cell.compile_mode else self.baseline_eager
+        return self.paired.baseline if self.paired else None
 
     @property
     def quantized(self) -> Timing | None:
-        return self.quantized_compiled if self.cell.compile_mode else self.quantized_eager
+        return self.paired.candidate if self.paired else None
+
+    @property
+    def eager_speedup(self) -> float | None:
+        """The median of the interleaved pairs' ratios (runner.paired)."""
+        return self.eager.speedup if self.eager else None
+
+    @property
+    def compiled_speedup(self) -> float | None:
+        return self.compiled.speedup if self.compiled else None
 
     @property
     def speedup(self) -> float | None:
-        return _ratio(self.baseline, self.quantized)
+        return self.paired.speedup if self.paired else None
+
+    @property
+    def unstable(self) -> bool:
+        """The headline speedup's interval stayed wider than its target."""
+        return self.paired is not None and self.paired.unstable
 
     @property
     def tflops(self) -> float | None:
@@ -79,7 +99,7 @@ class CellResult:
         values["cell"] = QuantCell.from_dict(values["cell"])
         if values.get("settings") is not None:
             values["settings"] = TimingSettings.from_dict(values["settings"])
-        for key in ("baseline_eager", "quantized_eager", "baseline_compiled", "quantized_compiled"):
+        for key in ("eager", "compiled"):
             if values.get(key) is not None:
-                values[key] = Timing.from_dict(values[key])
+                values[key] = PairedTiming.from_dict(values[key])
         return cls(**values)

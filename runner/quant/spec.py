@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from runner.quant import models, recipes, shapes
 from runner.quant.cells import QuantCell
 from runner.quant.recipes import CustomRecipe, Requirements, UnknownRecipe
+from runner.settings import settings_problems
 from runner.specs import SpecError, read_spec
+from runner.timing import TimingSettings
 
 TOP_LEVEL_KEYS = {
     "benchmark_mode",
@@ -24,6 +26,7 @@ TOP_LEVEL_KEYS = {
     "sparsity_config_recipe_names",
     "output_dir",
     "model_params",
+    "timing",  # ours: runner.timing.TimingSettings fields (torchao's configs have none)
 }
 PARAM_KEYS = {
     "name",
@@ -72,6 +75,7 @@ class Spec:
     pairings: tuple[Pairing, ...]
     output_dir: str
     param_sets: tuple[ParamSet, ...]
+    timing: Mapping[str, Any] = field(default_factory=dict)  # TimingSettings overrides
 
     def cells(self) -> list[QuantCell]:
         """Every cell, in torchao's order: parameter set, model type, shape, recipe, mode."""
@@ -90,6 +94,7 @@ class Spec:
                 benchmark_mode=self.benchmark_mode,
                 enable_profiler=params.enable_profiler,
                 enable_memory_profiler=params.enable_memory_profiler,
+                timing=dict(self.timing),
             )
             for params in self.param_sets
             for model_type in params.model_types
@@ -117,9 +122,11 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
         check.problem("output_dir", "must be a non-empty path")
     pairings = _pairings(data, check)
     param_sets = _param_sets(data.get("model_params"), check)
+    timing = data.get("timing") or {}
+    check.problems += settings_problems(timing, TimingSettings, "timing")
     if check.problems:
         raise SpecError(source, check.problems)
-    return Spec(source, mode, tuple(pairings), output_dir, tuple(param_sets))
+    return Spec(source, mode, tuple(pairings), output_dir, tuple(param_sets), dict(timing))
 
 
 def check_custom_recipe(item: Any, path: str = "recipe") -> CustomRecipe:

@@ -10,7 +10,7 @@ from django_celery_beat.models import PeriodicTask
 
 from benchsite.catalog.tasks import submit_scheduled
 from benchsite.jobs.models import Job
-from tests.jobs.conftest import FAST_TIMING, SMALL_SPEC
+from tests.jobs.conftest import FAST_OPTIONS, FAST_TIMING, SMALL_SPEC
 
 # Cells are queued when the submitting transaction commits, so these tests commit.
 pytestmark = [pytest.mark.torch, pytest.mark.django_db(transaction=True)]
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.torch, pytest.mark.django_db(transaction=True)]
 def test_bench_command_waits_and_prints_each_cell(tmp_path, capsys):
     spec = tmp_path / "small.yml"
     spec.write_text(SMALL_SPEC)
-    call_command("bench", "run", str(spec), "--queue", "cpu", "--wait", "--samples", "3")
+    call_command("bench", "run", str(spec), "--queue", "cpu", "--wait", *FAST_OPTIONS)
     out = capsys.readouterr().out
     assert "job 1: 4 cells on queue 'cpu'" in out.replace(f"job {Job.objects.get().pk}", "job 1")
     assert out.count("succeeded") >= 5

@@ -27,7 +27,9 @@ model_params:
     device: "cpu"
     model_type: "linear"
 """
-FAST_TIMING = {"samples": 3, "warmup_s": 0.0, "min_sample_s": 0.0}
+FAST_TIMING = {"samples": 3, "warmup_s": 0.0, "min_sample_s": 0.0, "max_pairs": 12,
+               "budget_s": 0.05}
+FAST_OPTIONS = ["--samples", "3", "--budget", "0.05", "--max-pairs", "12"]
 
 
 def _database_url() -> str:

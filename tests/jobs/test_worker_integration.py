@@ -9,7 +9,7 @@ from django.db.models import Count
 
 from benchsite.jobs.models import Job, JobCell
 from benchsite.results.models import Result
-from tests.jobs.conftest import FAST_TIMING, SMALL_SPEC, wait_for
+from tests.jobs.conftest import FAST_OPTIONS, FAST_TIMING, SMALL_SPEC, wait_for
 
 pytestmark = [pytest.mark.torch, pytest.mark.django_db(transaction=True)]
 
@@ -40,7 +40,7 @@ def test_api_and_command_jobs_run_on_the_worker(celery_worker, api, make_token, 
 
     spec = tmp_path / "small.yml"
     spec.write_text(SMALL_SPEC)
-    call_command("bench", "run", str(spec), "--queue", "cpu", "--wait", "--samples", "3",
+    call_command("bench", "run", str(spec), "--queue", "cpu", "--wait", *FAST_OPTIONS,
                  "--sha", "e" * 40)
     assert "succeeded" in capsys.readouterr().out
     assert Result.objects.filter(run__head_sha="e" * 40, series__metric="status").count() == 0
@@ -48,9 +48,10 @@ def test_api_and_command_jobs_run_on_the_worker(celery_worker, api, make_token, 
     assert no_duplicate_results()
 
 
-def start_slow_job(api, token: str, samples: int) -> tuple[int, JobCell]:
-    """Submit a job whose cells take seconds; return it once one of its cells runs."""
-    slow = {"samples": samples, "warmup_s": 0.0, "min_sample_s": 0.01}
+def start_slow_job(api, token: str, pairs: int) -> tuple[int, JobCell]:
+    """Submit a job whose cells take seconds (each pair is four blocks of 10 ms); return it
+    once one of its cells runs."""
+    slow = {"min_pairs": pairs, "max_pairs": pairs, "warmup_s": 0.0, "min_sample_s": 0.01}
     response = api.post("/api/v3/jobs", {"spec": SMALL_SPEC, "queue": "cpu", "timing": slow},
                         format="json", HTTP_AUTHORIZATION=f"Bearer {token}")
     job_id = response.json()["id"]
@@ -63,7 +64,7 @@ def start_slow_job(api, token: str, samples: int) -> tuple[int, JobCell]:
 
 
 def test_killed_worker_process_cell_is_delivered_again(celery_worker, make_token, api):
-    job_id, victim = start_slow_job(api, make_token("pytorch/ao"), samples=200)
+    job_id, victim = start_slow_job(api, make_token("pytorch/ao"), pairs=100)
     pid = int(victim.worker.rsplit(" pid ", 1)[1])
     assert pid != celery_worker.pid  # the pool process running the cell, not the supervisor
     os.kill(pid, signal.SIGKILL)
@@ -80,7 +81,7 @@ def test_killed_worker_process_cell_is_delivered_again(celery_worker, make_token
 def test_a_lost_database_connection_is_retried(celery_worker, make_token, api):
     from django.db import connection
 
-    job_id, victim = start_slow_job(api, make_token("pytorch/ao"), samples=100)
+    job_id, victim = start_slow_job(api, make_token("pytorch/ao"), pairs=50)
     with connection.cursor() as cursor:  # what a database restart or failover does
         cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                        "WHERE datname = current_database() AND pid <> pg_backend_pid()")

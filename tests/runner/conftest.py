@@ -13,7 +13,8 @@ from runner.quant.shapes import Shape
 from runner.timing import TimingSettings
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "specs"
-FAST = TimingSettings(samples=3, warmup_s=0.0, min_sample_s=0.0005)
+FAST = TimingSettings(samples=3, warmup_s=0.0, min_sample_s=0.0005, min_pairs=6, max_pairs=12,
+                      budget_s=0.05)
 
 
 def series_names(records: list[dict[str, Any]]) -> set[str]:

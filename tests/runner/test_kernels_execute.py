@@ -1,6 +1,8 @@
 """Kernel cells on CPU: every kernel both ways on eager, accuracy against eager (gradients
 included) with its tolerance, skipped and failing backends, and the records they make."""
 
+import statistics
+
 import pytest
 from conftest import FAST, series_names
 
@@ -58,7 +60,7 @@ class SoftmaxWrongGrad(torch.autograd.Function):
 @pytest.mark.parametrize("kernel", list(KERNELS))
 def test_every_kernel_runs_both_ways_on_eager(kernel, context):
     for direction in ("forward", "backward"):
-        result = run_cell(cell(kernel, direction), FAST, {})
+        result = run_cell(cell(kernel, direction), FAST)
         assert result.status == "ok", result.traceback
         assert len(result.timing.samples_ms) == FAST.samples
         assert result.bytes == bytes_moved(kernel, direction, 8, 16, "float32")
@@ -70,15 +72,14 @@ def test_every_kernel_runs_both_ways_on_eager(kernel, context):
 
 def test_compiled_matches_eager_gradients_and_reports_speedup(context):
     """The one torch.compile cell: a backward, timed with retain_graph on a compiled graph."""
-    eager_timings = {}
-    eager = run_cell(cell(direction="backward"), FAST, eager_timings)
     compiled = run_cell(cell(direction="backward", backend="compiled", compile_mode="default"),
-                        FAST, eager_timings)
+                        FAST)
     assert compiled.status == "ok", compiled.traceback
     assert compiled.accuracy == "pass"
-    assert compiled.eager is eager.timing  # measured once, by the eager cell
-    assert compiled.speedup == pytest.approx(eager.timing.median_ms
-                                             / compiled.timing.median_ms)
+    # eager timed again, interleaved with the compiled graph: the speedup is the pairs' median
+    assert compiled.eager == compiled.paired.baseline
+    assert compiled.timing == compiled.paired.candidate
+    assert compiled.speedup == statistics.median(compiled.paired.ratios)
     metrics = {r["metric"]["name"]: r["metric"] for r in cell_records(compiled, context)}
     assert list(metrics) == ["accuracy", "latency", "memory_bandwidth", "speedup"]
     assert metrics["accuracy"]["extra_info"]["benchmark_values"] == ["pass"]
@@ -86,11 +87,11 @@ def test_compiled_matches_eager_gradients_and_reports_speedup(context):
 
 def test_accuracy_tolerance_decides_and_a_mismatch_fails_untimed(monkeypatch, context):
     add_backend(monkeypatch, "skewed", skewed)
-    loose = run_cell(cell(backend="skewed", atol=1e-2, rtol=1e-2), FAST, {})
+    loose = run_cell(cell(backend="skewed", atol=1e-2, rtol=1e-2), FAST)
     assert (loose.status, loose.accuracy) == ("ok", "pass")
     assert loose.eager is not None  # measured in the cell: no eager cell ran before
 
-    tight = run_cell(cell(backend="skewed", atol=1e-6, rtol=1e-6), FAST, {})
+    tight = run_cell(cell(backend="skewed", atol=1e-6, rtol=1e-6), FAST)
     assert (tight.status, tight.accuracy, tight.timing) == ("failed", "fail_accuracy", None)
     assert tight.reason.startswith("differs from eager beyond atol=1e-06, rtol=1e-06: y: ")
     records = cell_records(tight, context)
@@ -103,8 +104,8 @@ def test_accuracy_tolerance_decides_and_a_mismatch_fails_untimed(monkeypatch, co
 
 def test_gradients_are_compared_too(monkeypatch):
     add_backend(monkeypatch, "wrong_grad", lambda kernel, mode=None: SoftmaxWrongGrad.apply)
-    forward = run_cell(cell(backend="wrong_grad"), FAST, {})
-    backward = run_cell(cell(direction="backward", backend="wrong_grad"), FAST, {})
+    forward = run_cell(cell(backend="wrong_grad"), FAST)
+    backward = run_cell(cell(direction="backward", backend="wrong_grad"), FAST)
     assert (forward.status, forward.accuracy) == ("ok", "pass")
     assert (backward.status, backward.accuracy) == ("failed", "fail_accuracy")
     assert backward.reason.startswith(
@@ -115,14 +116,14 @@ def test_gradients_are_compared_too(monkeypatch):
 def test_a_backend_without_backward_is_skipped_there(monkeypatch):
     add_backend(monkeypatch, "forward_only",
                 lambda kernel, mode=None: lambda x: torch.softmax(x.detach(), dim=-1))
-    result = run_cell(cell(direction="backward", backend="forward_only"), FAST, {})
+    result = run_cell(cell(direction="backward", backend="forward_only"), FAST)
     assert (result.status, result.reason) == ("skipped",
                                               "forward_only has no backward for softmax")
 
 
 def test_liger_and_quack_are_skipped_with_the_reason(monkeypatch, context):
     for name, package in (("liger", "liger_kernel"), ("quack", "quack")):
-        result = run_cell(cell(backend=name), FAST, {})
+        result = run_cell(cell(backend=name), FAST)
         assert result.status == "skipped"
         assert f"{package} is not installed" in result.reason
         assert f"{name} needs CUDA; the device is cpu" in result.reason
@@ -131,10 +132,10 @@ def test_liger_and_quack_are_skipped_with_the_reason(monkeypatch, context):
         assert record["metric"]["extra_info"]["reason"] == result.reason
     # installed, but CUDA only
     add_backend(monkeypatch, "gpu_only", skewed, needs_cuda=True)
-    result = run_cell(cell(backend="gpu_only"), FAST, {})
+    result = run_cell(cell(backend="gpu_only"), FAST)
     assert result.reason == "gpu_only needs CUDA; the device is cpu"
     if not torch.cuda.is_available():
-        result = run_cell(cell(device="cuda"), FAST, {})
+        result = run_cell(cell(device="cuda"), FAST)
         assert (result.status, result.reason) == ("skipped",
                                                   "CUDA is not available on this machine")
 
@@ -166,16 +167,14 @@ def test_a_failing_backend_fails_there_and_the_other_cells_finish(monkeypatch, c
     [status] = failed.records
     assert status["metric"]["extra_info"]["benchmark_values"] == ["failed"]
     assert "benchmark_values" not in status["metric"]  # a string result only
-    assert len(state["eager_timings"]) == 3  # the flaky cells reused the eager timings
     assert outcomes["8x64/float32/cpu/flaky"].detail.settings.min_sample_s == 0.0005
 
 
 def test_records_form_one_series_per_kernel_backend_shape_and_metric(context):
-    eager_timings, records = {}, []
+    records = []
     for n, backend, mode in ((32, "eager", None), (16, "eager", None),
                              (16, "compiled", "default")):
-        result = run_cell(cell("layer_norm", backend=backend, compile_mode=mode, n=n), FAST,
-                          eager_timings)
+        result = run_cell(cell("layer_norm", backend=backend, compile_mode=mode, n=n), FAST)
         records += cell_records(result, context)
     assert problems(records) == []
     assert len(series_names(records)) == len(records) == 2 + 2 + 4

@@ -1,6 +1,7 @@
 """Running real torchao recipes on CPU: metrics, model types, skips, isolation, baseline reuse."""
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,7 @@ from conftest import FAST
 
 from runner.quant import models
 from runner.quant.cells import QuantCell
-from runner.quant.execute import BaselineCache, run_cell, run_spec
+from runner.quant.execute import run_cell, run_spec
 from runner.quant.recipes import CustomRecipe, Requirements
 from runner.quant.records import cell_records
 from runner.quant.results import CellResult
@@ -35,10 +36,11 @@ def cpu_results(tmp_path_factory) -> dict[str, CellResult]:
 def test_cpu_recipes_run_and_measure(cpu_results, recipe, min_sqnr):
     result = cpu_results[recipe]
     assert result.status == "ok", result.reason
-    assert len(result.baseline_eager.samples_ms) == len(result.quantized_eager.samples_ms) == 3
-    assert result.speedup == pytest.approx(
-        result.baseline_eager.median_ms / result.quantized_eager.median_ms
-    )
+    assert len(result.baseline_eager.samples_ms) == len(result.quantized_eager.samples_ms)
+    assert len(result.quantized_eager.samples_ms) == 2 * result.eager.pairs
+    assert result.speedup == pytest.approx(statistics.median(result.eager.ratios))
+    low, high = result.eager.ci
+    assert low <= result.speedup <= high
     assert result.compiled_speedup is None and result.quantized_compiled is None
     assert result.sqnr_db > min_sqnr
     assert result.flops == 2 * 32 * 64 * 128
@@ -55,31 +57,47 @@ def test_baseline_recipe_matches_itself(cpu_results):
     assert baseline.quantized_bytes == 2 * (32 * 64 + 64 * 128 + 32 * 128)
 
 
-def test_baseline_is_measured_once_per_key_and_reused(cpu_results, make_cell, monkeypatch):
-    assert len({id(r.baseline_eager) for r in cpu_results.values()}) == 1
-
+def test_the_baseline_is_timed_in_every_cell_interleaved_with_its_quantized_model(
+        make_cell, monkeypatch):
     from runner.quant import execute
 
     calls = []
-    real_measure = execute.measure
+    real_pair = execute.measure_pair
 
-    def measure(fn, device, settings):
+    def measure_pair(baseline, candidate, device, settings):
         calls.append(device)
-        return real_measure(fn, device, settings)
+        return real_pair(baseline, candidate, device, settings)
 
-    monkeypatch.setattr(execute, "measure", measure)
-    run_spec([make_cell(q) for q in ("baseline", "int8wo", "float8wo")], FAST)
-    assert len(calls) == 1 + 3  # one baseline, then each quantized model
+    monkeypatch.setattr(execute, "measure_pair", measure_pair)
+    results = run_spec([make_cell(q) for q in ("baseline", "int8wo", "float8wo")], FAST)
+    assert len(calls) == 3  # one paired measurement per eager cell, baseline included
+    for result in results:
+        assert result.eager.pairs >= 6
+        assert result.speedup == result.eager.speedup  # the median of the pairs' ratios
+        assert len(result.baseline_eager.samples_ms) == 2 * result.eager.pairs
 
 
-def test_baseline_cache_keys_separate_shapes_and_modes(make_cell):
-    cache = BaselineCache()
-    a = run_cell(make_cell("baseline"), cache, FAST)
-    b = run_cell(make_cell("int8wo", shape=Shape("custom", 16, 64, 128)), cache, FAST)
-    c = run_cell(make_cell("int8wo", model_type="ln_linear_relu"), cache, FAST)
-    assert a.baseline_eager is not b.baseline_eager and a.baseline_eager is not c.baseline_eager
-    assert cache.get(make_cell().baseline_key(None)) is a.baseline_eager
-    assert cache.get(make_cell().baseline_key("default")) is None
+def test_a_speedup_whose_interval_stays_wide_is_marked_unstable(make_cell, monkeypatch):
+    from runner.paired import PairedTiming
+    from runner.quant import execute
+    from runner.quant.family import run as run_family
+
+    wide = PairedTiming((1.0,) * 16, (1.0,) * 16, (0.7, 1.3, 0.8, 1.2, 0.9, 1.1, 1.0, 1.0),
+                        stopped="budget")
+    monkeypatch.setattr(execute, "measure_pair", lambda *args: wide)
+    result = run_cell(make_cell("int8wo"), FAST)
+    assert result.status == "ok" and result.unstable
+    assert result.notes[0].startswith("unstable eager speedup: 95% CI ±")
+    headline = _records(result)[0]["metric"]
+    assert headline["name"] == "Fwd Speedup (x)"
+    assert headline["benchmark_values"] == list(wide.ratios)
+    assert headline["extra_info"]["unstable"] is True
+    assert headline["extra_info"]["stopped_by"] == "budget"
+    assert (headline["extra_info"]["ci_low"], headline["extra_info"]["ci_high"]) == wide.ci
+    assert "unstable eager speedup" in headline["extra_info"]["notes"]
+
+    outcome = run_family(make_cell("int8wo").to_dict(), {}, {}, _context())
+    assert outcome.status == "ok" and outcome.unstable
 
 
 @pytest.mark.parametrize("model_type", models.MODEL_TYPES)
@@ -157,7 +175,7 @@ def test_compiled_cell_measures_eager_and_compiled(make_cell):
     assert result.status == "ok", result.reason
     assert result.baseline_compiled and result.quantized_compiled
     assert result.speedup == result.compiled_speedup
-    assert result.baseline is result.baseline_compiled
+    assert result.baseline == result.baseline_compiled and result.paired is result.compiled
     assert result.eager_speedup > 0
     names = [r["metric"]["name"] for r in _records(result)]
     assert names[:3] == ["Fwd Speedup (x)", "Bfloat16 Fwd Time (ms)", "Quantized Fwd Time (ms)"]
@@ -191,3 +209,9 @@ def _records(result):
     from runner.environment import RunContext
 
     return cell_records(result, RunContext.collect())
+
+
+def _context():
+    from runner.environment import RunContext
+
+    return RunContext.collect()

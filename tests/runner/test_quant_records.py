@@ -9,13 +9,14 @@ from conftest import FAST
 from runner.contract.record import problems
 from runner.environment import RunContext
 from runner.outputs import write_json
+from runner.paired import PairedTiming
 from runner.quant.records import cell_records
 from runner.quant.report import CSV_COLUMNS, table, write_csv
 from runner.quant.results import CellResult
-from runner.timing import Timing
 
 pytestmark = pytest.mark.torch
 
+PAIRED = PairedTiming((2.0,) * 12, (1.0,) * 12, (2.0,) * 6)  # six pairs at exactly 2x
 TORCHAO_METRICS = ["Fwd Speedup (x)", "Bfloat16 Fwd Time (ms)", "Quantized Fwd Time (ms)"]
 
 
@@ -71,7 +72,7 @@ def test_ok_cell_records_in_torchaos_format(results, context):
     assert record["dependencies"]["torchao"]["version"] == "0.18.0"
 
 
-def test_times_keep_every_sample_and_speedup_uses_medians(results, context):
+def test_times_keep_every_sample_and_the_speedup_every_pair(results, context):
     result = results[0]
     by_name = {r["metric"]["name"]: r["metric"] for r in cell_records(result, context)}
     quantized = by_name["Quantized Fwd Time (ms)"]
@@ -79,10 +80,17 @@ def test_times_keep_every_sample_and_speedup_uses_medians(results, context):
     assert quantized["extra_info"]["unit"] == "ms"
     assert quantized["extra_info"]["median"] == result.quantized_eager.median_ms
     assert quantized["target_value"] == 0.0
-    assert by_name["Fwd Speedup (x)"]["benchmark_values"] == [result.speedup]
+    assert by_name["Fwd Speedup (x)"]["benchmark_values"] == list(result.eager.ratios)
     speedup_extra = by_name["Fwd Speedup (x)"]["extra_info"]
-    assert speedup_extra.items() >= {"unit": "x", "compiled": False, "timing_samples": 3}.items()
-    assert set(speedup_extra) <= {"unit", "compiled", "timing_samples", "notes"}
+    low, high = result.eager.ci
+    assert speedup_extra.items() >= {
+        "unit": "x", "compiled": False, "timing_samples": 3, "speedup": result.speedup,
+        "ci_low": low, "ci_high": high, "confidence": 0.95, "pairs": result.eager.pairs,
+        "ci_target": 0.02, "unstable": result.unstable}.items()
+    assert set(speedup_extra) <= {"unit", "compiled", "timing_samples", "notes", "speedup",
+                                  "ci_low", "ci_high", "confidence", "pairs", "ci_target",
+                                  "stopped_by", "unstable", "load_avg_start", "load_avg_end"}
+    assert len(speedup_extra["load_avg_start"]) == 3  # the 1, 5 and 15 minute load
     assert by_name["SQNR (dB)"]["benchmark_values"] == [result.sqnr_db]
 
 
@@ -112,11 +120,10 @@ def test_failed_cells_carry_the_error(results, context):
 
 
 def test_cuda_memory_is_reported_when_measured(results, context):
-    result = CellResult(results[0].cell, "ok", baseline_eager=Timing((2.0,)),
-                        quantized_eager=Timing((1.0,)), peak_memory_mb=12.5)
+    result = CellResult(results[0].cell, "ok", eager=PAIRED, peak_memory_mb=12.5)
     by_name = {r["metric"]["name"]: r["metric"] for r in cell_records(result, context)}
     assert by_name["Allocated Memory (MB)"]["benchmark_values"] == [12.5]
-    assert by_name["Fwd Speedup (x)"]["benchmark_values"] == [2.0]
+    assert by_name["Fwd Speedup (x)"]["benchmark_values"] == [2.0] * 6
 
 
 def test_csv_has_torchaos_columns_then_ours(results, tmp_path):
@@ -144,7 +151,8 @@ def test_table_shows_every_cell_and_why_it_did_not_run(results):
     text = table(results)
     lines = text.splitlines()
     assert lines[0].split() == ["recipe", "model", "shape", "compile", "status", "bf16", "ms",
-                                "quant", "ms", "speedup", "SQNR", "dB", "note"]
+                                "quant", "ms", "speedup", "95%", "CI", "pairs", "SQNR", "dB",
+                                "note"]
     assert len(lines) == 2 + len(results)
     assert "baseline+2:4" in lines[4] and "needs device cuda" in lines[4]
     assert "CUDA is not available on this machine" in lines[5]
@@ -159,8 +167,8 @@ def test_cuda_records_describe_the_gpu(results):
         torchao_version="0.18.0",
     )
     cell = results[3].cell  # a CUDA cell
-    result = CellResult(cell, "ok", baseline_eager=Timing((2.0,)), quantized_eager=Timing((1.0,)),
-                        peak_memory_mb=3.0, settings=results[0].settings)
+    result = CellResult(cell, "ok", eager=PAIRED, peak_memory_mb=3.0,
+                        settings=results[0].settings)
     record = cell_records(result, gpu)[0]
     assert record["benchmark"]["extra_info"]["arch"] == "NVIDIA H100 80GB HBM3"
     assert record["benchmark"]["extra_info"]["l2_flush"] is True

@@ -19,7 +19,9 @@ model_params:
   torch_compile_mode: false
   device: cpu
 """
-FAST_OPTIONS = ["--samples", "2", "--warmup", "0", "--min-sample-time", "0.0005"]
+# A wide CI target: tiny layers timed for milliseconds are never stable at the default 2%.
+FAST_OPTIONS = ["--samples", "2", "--warmup", "0", "--min-sample-time", "0.0005",
+                "--budget", "0.05", "--max-pairs", "12", "--ci-target", "0.5"]
 
 
 @pytest.fixture
@@ -92,11 +94,11 @@ def test_ctrl_c_leaves_a_valid_partial_output(spec, tmp_path, monkeypatch, capsy
     real_run_cell = execute.run_cell
     started = []
 
-    def run_cell(cell, cache, settings):
+    def run_cell(cell, settings):
         started.append(cell)
         if len(started) == 3:
             raise KeyboardInterrupt
-        return real_run_cell(cell, cache, settings)
+        return real_run_cell(cell, settings)
 
     monkeypatch.setattr(execute, "run_cell", run_cell)
     output, table = tmp_path / "results.json", tmp_path / "results.csv"
@@ -135,3 +137,38 @@ def test_upload_without_a_token_is_refused_before_running(spec, monkeypatch, cap
     monkeypatch.delenv("BENCH_UPLOAD_TOKEN", raising=False)
     assert main(["run", str(spec), "--upload", "https://bench.example"]) == 2
     assert "--upload needs --token" in capsys.readouterr().err
+
+
+def test_timing_comes_from_the_spec_and_the_options_win(spec, tmp_path, monkeypatch):
+    from runner.quant import execute
+
+    seen = []
+    monkeypatch.setattr(execute, "run_cell",
+                        lambda cell, settings: seen.append(settings) or execute.CellResult(
+                            cell, "skipped", "not run in this test"))
+    spec.write_text(spec.read_text() + "timing: {ci_target: 0.05, min_pairs: 10}\n")
+    assert main(["run", str(spec), "--min-pairs", "20", "--budget", "1"]) == 0
+    assert {(s.ci_target, s.min_pairs, s.budget_s) for s in seen} == {(0.05, 20, 1.0)}
+
+
+def test_bad_timing_is_refused_naming_the_setting(spec, capsys):
+    assert main(["run", str(spec), "--ci-target", "0", "--max-pairs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "timing.ci_target: must be a fraction above 0, not 0.0" in err
+    assert "timing.max_pairs: must be an integer of at least 1, not 0" in err
+    spec.write_text(spec.read_text() + "timing: {budget_s: -1}\n")
+    assert main(["run", str(spec)]) == 2
+    assert "timing.budget_s: must be a number of seconds of at least 0, not -1" in \
+        capsys.readouterr().err
+
+
+def test_unstable_cells_are_counted_apart(spec, monkeypatch, capsys):
+    from runner.paired import PairedTiming
+    from runner.quant import execute
+
+    wide = PairedTiming((1.0,) * 12, (1.0,) * 12, (0.7, 1.3, 0.8, 1.2, 0.9, 1.1))
+    monkeypatch.setattr(execute, "measure_pair", lambda *args: wide)
+    assert main(["run", str(spec), *FAST_OPTIONS[:-2]]) == 0
+    out = capsys.readouterr().out
+    assert "2 unstable, 2 skipped" in out
+    assert " unstable " in out.splitlines()[2]  # the table's status column

@@ -1,6 +1,7 @@
 """`manage.py bench`: run, follow, cancel and schedule jobs. It lives in the catalog because
 `--config NAME` runs a benchmark config of the catalog."""
 
+import argparse
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from benchsite.catalog.run import submit_source
 from benchsite.jobs import tasks
 from benchsite.jobs.models import Job
 from benchsite.jobs.submit import JobRefused
+from runner.timing import add_timing_options, timing_overrides
 
 
 class Command(BaseCommand):
@@ -27,7 +29,7 @@ class Command(BaseCommand):
         run.add_argument("--repo", default="")
         run.add_argument("--branch", dest="head_branch", default="")
         run.add_argument("--sha", dest="head_sha", default="")
-        run.add_argument("--samples", type=int, help="timed samples per measurement")
+        add_timing_options(run)
         status = commands.add_parser("status", help="show a job")
         status.add_argument("job", type=int)
         cancel = commands.add_parser("cancel", help="cancel a job's pending cells")
@@ -51,11 +53,12 @@ class Command(BaseCommand):
     def handle(self, *args, action, **options):
         return getattr(self, f"do_{action}")(**options)
 
-    def do_run(self, spec, config, queue, wait, samples, **options):
+    def do_run(self, spec, config, queue, wait, **options):
         metadata = {key: options[key] for key in ("repo", "head_branch", "head_sha")}
+        timing = timing_overrides(argparse.Namespace(**options))
         try:
             job = submit_source(spec=spec, config=config, queue=queue, via=Job.Via.COMMAND,
-                                timing={"samples": samples} if samples else {}, **metadata)
+                                timing=timing, **metadata)
         except JobRefused as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"job {job.pk}: {job.cells_total} cells on queue {queue!r} "
