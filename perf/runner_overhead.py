@@ -1,7 +1,7 @@
 """How much of a run is measurement, and how repeatable the speedups are.
 
 Runs a small CPU spec (fixtures/specs/cpu_small.yml by default) several times with the
-runner's default timing settings, each run with a fresh baseline cache, and prints:
+runner's default timing settings, and prints:
 - per run: total wall time, time inside timed calls, and the rest (overhead) as a share;
 - per cell: the headline speedup of every run and its coefficient of variation (CV).
 

@@ -12,7 +12,16 @@ injected so the dashboards and detectors have something to find:
 - the compilers benchmark (inductor backend, training) on huggingface models gets 8% less
   speedup from night 70 on, and one model starts failing accuracy from night 80 on;
 - the instruction count of one benchmark (INSTRUCTIONS_STEP) grows 3% on the third-last
-  night (counts are otherwise the same at each commit, but for a 0.1% wobble).
+  night (counts are otherwise the same at each commit, but for a 0.1% wobble);
+- on the second-last night the H100 quantization runner is unhealthy: its `baseline` recipe
+  (bf16 timed against itself, the sanity check) reads 1.04x, with an interval that excludes
+  1.00. On every other night, and device, that interval holds 1.00.
+
+Quantization speedups are written as the runner's paired timing writes them: the ratio of
+each interleaved pair as values (their median is the speedup: for the recipes, the bf16
+time over the quantized one, as before), and in extra_info the sign-test 95% interval of
+the median (`runner.paired.median_interval`), the pairs and `unstable`. About one cell in
+seventy has a noisy neighbour on its night: it runs to its budget and mostly stays unstable.
 
 Records are written as torchao's CI and PyTorch's inductor dashboards write them (with
 `runners`/`dependencies`) and stored through `store_upload`, the API's own path. `DEMO` is
@@ -26,11 +35,12 @@ import hashlib
 import itertools
 import math
 import random
+import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from runner.contract.metrics import string_metric
+from runner.contract.metrics import number_metric, string_metric
 from runner.contract.names import (
     COMPILERS_BENCHMARK,
     INSTRUCTIONS_BENCHMARK,
@@ -51,6 +61,8 @@ from runner.contract.status import SKIPPED, status_metric
 from runner.instructions.builtin import BUILTIN as INSTRUCTION_DEFINITIONS
 from runner.instructions.definitions import expand as expand_instructions
 from runner.kernels.definitions import bytes_moved
+from runner.paired import CONFIDENCE, STOPPED_BUDGET, STOPPED_CI, median_interval
+from runner.timing import TimingSettings
 
 
 @dataclass(frozen=True)
@@ -100,7 +112,9 @@ LARGE = Scale(
 )
 
 # Compute speed-up and weight-byte ratio of each recipe against bf16.
+BASELINE_RECIPE = "baseline"  # runner.quant.recipes: the model left in bf16
 RECIPE_MODEL = {
+    BASELINE_RECIPE: (1.0, 1.0),
     "int8wo": (1.0, 0.5), "int8dq": (1.6, 0.5), "float8dq-tensor": (1.8, 0.5),
     "float8dq-row": (1.7, 0.5), "float8wo": (1.0, 0.5), "int4wo-64": (0.75, 0.28),
     "int4wo-128": (0.8, 0.27), "int4wo-128-hqq": (0.78, 0.27),
@@ -145,23 +159,23 @@ def nightly_uploads(scale: Scale = DEMO, end: datetime | None = None,
             continue
         rng = random.Random(20261121 + night)
         when = end - timedelta(days=nights - 1 - night)
-        jobs = [("Torchao micro-benchmarks", device, _quant_records)
+        quant = functools.partial(_quant_records, bad_night=nights - 2)
+        jobs = [("Torchao micro-benchmarks", "pytorch/ao", device, quant)
                 for device in scale.quant_devices]
-        jobs += [("inductor-A100-perf-nightly", device, _compiler_records)
+        jobs += [("inductor-A100-perf-nightly", "pytorch/pytorch", device, _compiler_records)
                  for device in scale.compiler_devices]
-        jobs += [("vLLM benchmark", device, _llm_records) for device in scale.llm_devices]
+        jobs += [("vLLM benchmark", "vllm-project/vllm", device, _llm_records)
+                 for device in scale.llm_devices]
         if night >= nights - scale.kernel_nights:
-            jobs += [("Fused kernels nightly", device, _kernel_records)
+            jobs += [("Fused kernels nightly", "pytorch/pytorch", device, _kernel_records)
                      for device in scale.kernel_devices]
-        jobs.append(("Instruction counts nightly", XEON,
+        jobs.append(("Instruction counts nightly", "pytorch/pytorch", XEON,
                      functools.partial(_instruction_records, step_night=nights - 3)))
-        for number, (name, device, make) in enumerate(jobs):
+        for number, (name, repo, device, make) in enumerate(jobs):
             if device is A100 and 20 <= night <= 22:
                 continue
             metadata = {
-                "repo": "vllm-project/vllm" if make is _llm_records else
-                        "pytorch/ao" if make is _quant_records else "pytorch/pytorch",
-                "head_branch": "main", "head_sha": sha(night),
+                "repo": repo, "head_branch": "main", "head_sha": sha(night),
                 "workflow_id": 17_000_000 + night, "run_attempt": 1,
                 "job_id": 50_000_000 + 100 * night + number, "name": name,
                 "timestamp": int(when.timestamp()) + 300 * number,
@@ -169,9 +183,13 @@ def nightly_uploads(scale: Scale = DEMO, end: datetime | None = None,
             yield metadata, make(scale, device, night, rng)
 
 
-def _quant_records(scale: Scale, device: Device, night: int, rng: random.Random) -> list:
+def _quant_records(scale: Scale, device: Device, night: int, rng: random.Random,
+                   bad_night: int) -> list:
+    """The recipes' cells, then the baseline recipe's (from a random stream of their own, so
+    the recipes' values, and every later job's of the night, stay as they were)."""
     sizes = [2**p for p in scale.powers]
     shapes = [(m, k, n) for m, k, n in itertools.product(sizes, repeat=3) if m <= k <= n]
+    pairs_rng = random.Random(f"pairs {night} {device.short}")
     records = []
     for mode, recipe, (m, k, n) in itertools.product(scale.compile_modes, scale.recipes,
                                                      shapes):
@@ -182,21 +200,80 @@ def _quant_records(scale: Scale, device: Device, night: int, rng: random.Random)
         base = _latency_ms(device, m, k, n, 1.0, 1.0) * (1 + rng.gauss(0, device.noise))
         quant = (_latency_ms(device, m, k, n, compute, weight) * eager_penalty
                  * (1 + rng.gauss(0, device.noise)) * _quant_change(device, recipe, night, m))
-        memory = (2 * (m * k + m * n) + 2 * k * n * weight) / 2**20
-        common = {
-            "benchmark": {"name": QUANT_BENCHMARK, "mode": "inference", "dtype": recipe,
-                          "extra_info": {"device": "cuda", "arch": device.arch,
-                                         "torch_compile_mode": mode}},
-            "model": {"name": quant_model_name(recipe, f"{m}-{k}-{n}"), "type": QUANT_MODEL_TYPE,
-                      "origins": list(QUANT_ORIGINS)},
-            **_environment(device),
-        }
-        for metric, value, unit in (
-            (QuantMetric.SPEEDUP, base / quant, "x"), (QuantMetric.BASELINE_TIME, base, "ms"),
-            (QuantMetric.QUANTIZED_TIME, quant, "ms"), (QuantMetric.MEMORY, memory, "MB"),
-        ):
-            records.append({**common, "metric": _metric(metric, value, unit)})
+        pairs = _pair_ratios(device, night, f"{mode} {recipe} {m}-{k}-{n}", pairs_rng)
+        records += _quant_cell(device, mode, recipe, (m, k, n), base, quant,
+                               _paired_speedup(base / quant, pairs))
+    bad = device is scale.quant_devices[0] and night == bad_night
+    for mode, (m, k, n) in itertools.product(scale.compile_modes, shapes):
+        base, quant = (_latency_ms(device, m, k, n, 1.0, 1.0)
+                       * (1 + pairs_rng.gauss(0, device.noise)) for _ in range(2))
+        cell = f"{mode} {BASELINE_RECIPE} {m}-{k}-{n}"
+        speedup = (_paired_speedup(1.04, _pair_ratios(device, night, cell, pairs_rng)) if bad
+                   else _baseline_speedup(device, night, cell, pairs_rng))
+        records += _quant_cell(device, mode, BASELINE_RECIPE, (m, k, n), base, quant, speedup)
     return records
+
+
+def _quant_cell(device: Device, mode: str, recipe: str, shape: tuple[int, int, int],
+                base: float, quant: float, speedup: dict) -> list:
+    m, k, n = shape
+    memory = (2 * (m * k + m * n) + 2 * k * n * RECIPE_MODEL[recipe][1]) / 2**20
+    common = {
+        "benchmark": {"name": QUANT_BENCHMARK, "mode": "inference", "dtype": recipe,
+                      "extra_info": {"device": "cuda", "arch": device.arch,
+                                     "torch_compile_mode": mode}},
+        "model": {"name": quant_model_name(recipe, f"{m}-{k}-{n}"), "type": QUANT_MODEL_TYPE,
+                  "origins": list(QUANT_ORIGINS)},
+        **_environment(device),
+    }
+    return [{**common, "metric": metric} for metric in (
+        speedup, _metric(QuantMetric.BASELINE_TIME, base, "ms"),
+        _metric(QuantMetric.QUANTIZED_TIME, quant, "ms"),
+        _metric(QuantMetric.MEMORY, memory, "MB"),
+    )]
+
+
+PAIRS = TimingSettings()  # the runner's defaults: the interval's target, the least pairs
+NOISY_PAIRS = 20  # a noisy cell runs to its time budget
+
+
+def _pair_ratios(device: Device, night: int, cell: str, rng: random.Random) -> list[float]:
+    """One cell's pair ratios, relative to its speedup. A pair's spread is half the device's
+    run-to-run noise (pairs cancel drifts) and a quiet cell meets its target after a few
+    pairs; a cell with a noisy neighbour that night (one in seventy) spreads eight times
+    more and runs to its budget."""
+    noisy = _spread(f"{night} {device.short} {cell}", 1000) < 0.015
+    spread = device.noise * (4 if noisy else 0.5)
+    count = NOISY_PAIRS if noisy else rng.randint(PAIRS.min_pairs, 12)
+    return [1 + rng.gauss(0, spread) for _ in range(count)]
+
+
+def _paired_speedup(speedup: float, draws: list[float]) -> dict:
+    """The speedup's record: the pair ratios scaled so that their median is `speedup`."""
+    middle = statistics.median(draws)
+    return _speedup_metric([speedup * draw / middle for draw in draws])
+
+
+def _baseline_speedup(device: Device, night: int, cell: str, rng: random.Random) -> dict:
+    """The baseline timed against itself: ratios around 1 whose interval holds 1.00 (drawn
+    again when chance put it outside, as it would for one cell in twenty or so)."""
+    while True:
+        draws = _pair_ratios(device, night, cell, rng)
+        low, high = median_interval(draws)
+        if low <= 1 <= high:
+            return _speedup_metric(draws)
+
+
+def _speedup_metric(ratios: list[float]) -> dict:
+    """A paired speedup as runner.quant writes it (runner.paired.PairedTiming.summary)."""
+    ratios = [round(ratio, 6) for ratio in ratios]
+    speedup = statistics.median(ratios)
+    low, high = median_interval(ratios)
+    unstable = (high - low) / 2 / speedup > PAIRS.ci_target
+    return number_metric(
+        QuantMetric.SPEEDUP, ratios, "x", speedup=speedup, ci_low=low, ci_high=high,
+        confidence=CONFIDENCE, pairs=len(ratios), ci_target=PAIRS.ci_target,
+        stopped_by=STOPPED_BUDGET if unstable else STOPPED_CI, unstable=unstable)
 
 
 def _quant_change(device: Device, recipe: str, night: int, m: int) -> float:

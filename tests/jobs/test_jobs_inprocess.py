@@ -146,3 +146,17 @@ def test_soft_time_limit_fails_the_cell_and_the_job_ends(monkeypatch):
     job.refresh_from_db()
     assert job.status == "failed" and job.cells_done == 4
     assert "timed out after 1800 s" in job.cells.first().error
+
+
+def test_a_cell_whose_speedup_stayed_unstable_says_so(client, monkeypatch):
+    from runner.paired import PairedTiming
+    from runner.quant import execute
+
+    wide = PairedTiming((1.0,) * 12, (1.0,) * 12, (0.7, 1.3, 0.8, 1.2, 0.9, 1.1))
+    monkeypatch.setattr(execute, "measure_pair", lambda *args: wide)
+    job = submit_job(SMALL_SPEC, name="small.yml", queue="cpu", via="api", timing=FAST_TIMING)
+    job.refresh_from_db()
+    assert job.status == "succeeded"  # unstable is not a failure
+    assert list(job.cells.values_list("unstable", flat=True)) == [True] * 4
+    assert client.get(f"/jobs/{job.pk}/").content.count(b"succeeded (unstable)") == 4
+    assert all(cell["unstable"] for cell in client.get(f"/api/v3/jobs/{job.pk}").json()["cells"])
