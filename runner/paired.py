@@ -4,9 +4,11 @@ one block of calls and says how long a call took.
 
 Timing all of A and then all of B hands every change of the machine between the two windows
 (another process starting, the clock frequency moving) to B as "speedup". Here the sides
-run in alternating blocks, A B B A then B A A B, and each such quartet gives one ratio
-(A1 + A2) / (B1 + B2): a drift that is linear over a quartet hits both sides equally and
-cancels, and neither side always runs first. The speedup is the median of the ratios, with
+run in alternating blocks, A B B A B A A B, and each such pair of quartets gives one ratio,
+the sum of A's four blocks over B's: a drift that is linear over a quartet hits both sides
+equally and cancels, and each side runs first after a switch (with caches cold from the
+other side) equally often: in one quartet alone that cost falls on one side, which read
+±2-3% on CPU. The speedup is the median of the ratios, with
 a distribution-free 95% confidence interval from the sign test (order statistics of the
 ratios; no resampling, so the same ratios always give the same interval). Quartets are
 added until the interval is narrower than the target, or the time budget or the pair limit
@@ -35,11 +37,11 @@ Block = Callable[[], float]  # runs one block of calls; returns ms per call
 
 @dataclass(frozen=True)
 class PairedTiming:
-    """Every block of both sides, in the order they ran, and the ratios of their quartets."""
+    """Every block of both sides, in the order they ran, and the ratio of each pair."""
 
-    baseline_ms: tuple[float, ...]  # ms per call of each baseline block (two per pair)
+    baseline_ms: tuple[float, ...]  # ms per call of each baseline block (four per pair)
     candidate_ms: tuple[float, ...]
-    ratios: tuple[float, ...]  # baseline over candidate time, one per A B B A quartet
+    ratios: tuple[float, ...]  # baseline over candidate time, one per A B B A B A A B pair
     baseline_calls: int = 1  # calls per block
     candidate_calls: int = 1
     target: float = 0.02  # the relative CI half-width asked for
@@ -149,10 +151,10 @@ def sample_pairs(
     calls: tuple[int, int] = (1, 1),
     clock: Callable[[], float] = time.perf_counter,
 ) -> PairedTiming:
-    """Run quartets of blocks until the interval meets `settings.ci_target` (after at least
-    `min_pairs`), `budget_s` is spent, or `max_pairs` ran. `calls` are the calls per block
-    of each side, as the timer calibrated them. The garbage collector waits meanwhile (as
-    in timeit): a collection would land in one block only."""
+    """Run pairs (A B B A B A A B blocks) until the interval meets `settings.ci_target`
+    (after at least `min_pairs`), `budget_s` is spent, or `max_pairs` ran. `calls` are the
+    calls per block of each side, as the timer calibrated them. The garbage collector waits
+    meanwhile (as in timeit): a collection would land in one block only."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -171,13 +173,11 @@ def _sample(baseline: Block, candidate: Block, settings: TimingSettings,
     least = max(settings.min_pairs, LEAST_PAIRS)
     stopped = STOPPED_PAIRS
     while len(ratios) < settings.max_pairs:
-        if len(ratios) % 2 == 0:
-            a1, b1, b2, a2 = baseline(), candidate(), candidate(), baseline()
-        else:
-            b1, a1, a2, b2 = candidate(), baseline(), baseline(), candidate()
-        a_ms += (a1, a2)
-        b_ms += (b1, b2)
-        ratios.append((a1 + a2) / (b1 + b2))
+        a1, b1, b2, a2 = baseline(), candidate(), candidate(), baseline()
+        b3, a3, a4, b4 = candidate(), baseline(), baseline(), candidate()
+        a_ms += (a1, a2, a3, a4)
+        b_ms += (b1, b2, b3, b4)
+        ratios.append((a1 + a2 + a3 + a4) / (b1 + b2 + b3 + b4))
         if len(ratios) < least:
             continue
         if _half_width(ratios) <= settings.ci_target:

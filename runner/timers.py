@@ -71,14 +71,24 @@ def pair_cpu(
     baseline: Callable[[], object],
     candidate: Callable[[], object],
     settings: TimingSettings,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] | None = None,
 ) -> PairedTiming:
-    """Both sides in alternating blocks of `min_sample_s` (runner.paired)."""
+    """Both sides in alternating blocks of `min_sample_s` (runner.paired).
+
+    With one torch thread the blocks are timed in the thread's CPU time: time the scheduler
+    gave to other processes is not the layer's, and on a busy machine it is most of the
+    noise. With more threads (whose work the calling thread's clock does not see) and under
+    a test's fake `clock`, blocks are timed by `clock`, else the wall clock. The time budget
+    is always wall time.
+    """
+    block_clock = clock or (time.thread_time if settings.threads == 1 else time.perf_counter)
     baseline()
     candidate()
-    calls = _calibrate(baseline, settings, clock), _calibrate(candidate, settings, clock)
-    return sample_pairs(lambda: _block(baseline, calls[0], clock),
-                        lambda: _block(candidate, calls[1], clock), settings, calls, clock)
+    calls = (_calibrate(baseline, settings, block_clock),
+             _calibrate(candidate, settings, block_clock))
+    return sample_pairs(lambda: _block(baseline, calls[0], block_clock),
+                        lambda: _block(candidate, calls[1], block_clock), settings, calls,
+                        clock or time.perf_counter)
 
 
 def _block(fn: Callable[[], object], number: int, clock: Callable[[], float]) -> float:

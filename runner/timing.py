@@ -32,9 +32,9 @@ class TimingSettings:
     # CPU: torch threads while timing (torchao times with 1)
     threads: int = field(default=1, metadata=at_least(1))
     flush_l2: bool = True  # CUDA: overwrite a buffer larger than L2 before every timed call
-    # Paired speedups (runner.paired): A B B A quartets are added until the 95% confidence
+    # Paired speedups (runner.paired): pairs (A B B A B A A B blocks) are added until the 95%
     # interval's half-width is at most `ci_target` of the speedup, or `budget_s` is spent
-    # (at least `min_pairs`, at most `max_pairs` quartets).
+    # (at least `min_pairs`, at most `max_pairs` pairs).
     ci_target: float = field(default=0.02, metadata=above(0, "a fraction"))
     budget_s: float = field(default=2.0, metadata=at_least(0))
     min_pairs: int = field(default=8, metadata=at_least(1))
