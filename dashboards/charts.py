@@ -21,12 +21,17 @@ def layout(title: str, **extra: Any) -> dict[str, Any]:
 
 
 def heatmap(title: str, x: list[str], y: list[str], z: list[list[float | None]],
-            text: list[list[str]], colorbar: str, midpoint: float | None = None) -> dict:
+            text: list[list[str]], colorbar: str, midpoint: float | None = None,
+            hover: list[list[str]] | None = None) -> dict:
+    """`text` is shown in the cells; `hover`, when given, on hover instead of it."""
     trace = {"type": "heatmap", "x": [esc(v) for v in x], "y": [esc(v) for v in y], "z": z,
              "text": [[esc(cell) for cell in row] for row in text],
              "texttemplate": "%{text}", "hovertemplate": "%{y} %{x}: %{text}<extra></extra>",
              "colorscale": DIVERGING, "colorbar": {"title": {"text": esc(colorbar)}},
              "hoverongaps": False}
+    if hover is not None:
+        trace["customdata"] = [[esc(cell) for cell in row] for row in hover]
+        trace["hovertemplate"] = "%{y} %{x}: %{customdata}<extra></extra>"
     if midpoint is not None:
         trace["zmid"] = midpoint
     return {"data": [trace], "layout": layout(

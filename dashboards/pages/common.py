@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from django.db.models import CharField, Exists, Func, OuterRef
@@ -11,6 +13,106 @@ from django.urls import reverse
 
 from benchsite.results.models import Run, RunSummary, Series
 from runner.contract.directions import HIGHER
+from runner.contract.names import QUANT_BASELINE_RECIPE
+
+# The quantization recipe that leaves the model in bf16 (runner.quant.recipes): its speedup is
+# the baseline timed against itself, a sanity check that must read 1.00.
+BASELINE_RECIPE = QUANT_BASELINE_RECIPE
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A measured value's 95% confidence interval, as the runner's paired timing stores it in
+    metric.extra_info (runner.paired). `low`/`high` are None when too few pairs gave none;
+    `unstable`: the interval stayed wider than the runner's target."""
+
+    low: float | None
+    high: float | None
+    pairs: int | None = None
+    unstable: bool = False
+
+    @property
+    def known(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    def contains(self, value: float) -> bool:
+        return self.known and self.low <= value <= self.high
+
+    def overlaps(self, other: Interval) -> bool:
+        return (self.known and other.known
+                and self.low <= other.high and other.low <= self.high)
+
+    def bounds(self) -> str | None:
+        return f"{self.low:.2f}–{self.high:.2f}" if self.known else None
+
+    def describe(self) -> str:
+        """"95% CI 1.02–2.60, 12 pairs, unstable"."""
+        parts = [f"95% CI {self.bounds()}" if self.known else "no 95% CI"]
+        if self.pairs is not None:
+            parts.append(f"{self.pairs} pairs")
+        if self.unstable:
+            parts.append("unstable")
+        return ", ".join(parts)
+
+
+def interval_of(extra_info: Any) -> Interval | None:
+    """The interval a result's extra_info carries; None for records without one (older
+    records, other families). Uploads are untrusted: a value of the wrong type is unknown."""
+    if not isinstance(extra_info, dict) or not {"ci_low", "unstable"} & extra_info.keys():
+        return None
+    pairs = extra_info.get("pairs")
+    return Interval(_finite(extra_info.get("ci_low")), _finite(extra_info.get("ci_high")),
+                    pairs if type(pairs) is int else None, extra_info.get("unstable") is True)
+
+
+def _finite(value: Any) -> float | None:
+    if type(value) not in (int, float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def within_noise(a: Interval | None, b: Interval | None) -> bool:
+    """Whether the difference of two measured values is inside their noise: both intervals
+    known and overlapping, or either measurement unstable. False when an interval is
+    unknown (older records), so those compare as before."""
+    if any(interval is not None and interval.unstable for interval in (a, b)):
+        return True
+    return a is not None and b is not None and a.overlaps(b)
+
+
+def geomean_interval(measured: Iterable[tuple[float, Interval | None]]) -> Interval | None:
+    """An approximate 95% interval of the geomean of independently measured positive values:
+    each interval read as ±1.96 standard errors of the log value, so their half-widths add
+    in quadrature. None when none of the values has an interval (older records); unknown
+    and unstable when only some have one."""
+    measured = list(measured)
+    intervals = [interval for _, interval in measured]
+    if all(interval is None for interval in intervals):
+        return None
+    if not all(interval and interval.known and interval.low > 0 and value > 0
+               for value, interval in measured):
+        return Interval(None, None, unstable=True)
+    centre = sum(math.log(value) for value, _ in measured) / len(measured)
+    half = math.sqrt(sum(((math.log(i.high) - math.log(i.low)) / 2) ** 2
+                         for i in intervals)) / len(measured)
+    return Interval(math.exp(centre - half), math.exp(centre + half))
+
+
+def measured_text(value: float, interval: Interval | None, unit: str = "x") -> str:
+    """"1.81x (95% CI 1.02–2.60, 12 pairs, unstable)", or "1.81x" without an interval."""
+    text = f"{value:.2f}{unit}"
+    return f"{text} ({interval.describe()})" if interval else text
+
+
+def sanity_verdict(speedup: float, interval: Interval | None) -> tuple[bool, str]:
+    """(suspect, verdict) on a baseline-vs-baseline speedup: suspect when its interval
+    excludes 1.00, "ok" when it holds it."""
+    if interval is None or not interval.known:
+        return False, "no 95% CI: cannot tell"
+    if interval.contains(1.0):
+        return False, "ok"
+    return True, (f"off by {speedup - 1:+.1%} — outside its 95% CI: measurements of this "
+                  "run are suspect")
 
 
 def geomean(values: Iterable[float | None]) -> float | None:
@@ -56,10 +158,12 @@ def latest_shas(repo: str, benchmark: str, branch: str, limit: int = 120) -> lis
     return list(seen.items())
 
 
-def change_class(change: float | None, threshold: float, direction: str | None) -> str:
+def change_class(change: float | None, threshold: float, direction: str | None,
+                 noisy: bool = False) -> str:
     """CSS class of a relative change: "better"/"worse" beyond the threshold, given which way
-    is better for the metric ("higher"/"lower"); "" when within it or unknown."""
-    if change is None or direction is None:
+    is better for the metric ("higher"/"lower"); "" when within it, unknown, or `noisy`
+    (inside the measurements' noise, see `within_noise`)."""
+    if change is None or direction is None or noisy:
         return ""
     better = change if direction == HIGHER else -change
     return "better" if better > threshold else "worse" if better < -threshold else ""

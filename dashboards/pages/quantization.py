@@ -5,18 +5,26 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from django.db.models import Case, JSONField, When
 from django.urls import reverse
 
 from benchsite.results.models import Result
 from dashboards import charts
 from dashboards.pages.common import (
+    BASELINE_RECIPE,
+    Interval,
     change_class,
     compare_url,
     geomean,
+    geomean_interval,
+    interval_of,
     latest_shas,
+    measured_text,
     page_url,
+    sanity_verdict,
     series_options,
     summary_choices,
+    within_noise,
 )
 from dashboards.render import Page, Table
 from dashboards.state import State
@@ -40,23 +48,38 @@ class QuantCell:
 
     values: dict[str, float | None] = field(default_factory=dict)
     status: str = ""  # "skipped" / "failed" from the runner's status records
+    interval: Interval | None = None  # the speedup's, when the runner measured one
+
+    @property
+    def unstable(self) -> bool:
+        return self.interval is not None and self.interval.unstable
+
+    @property
+    def neutral(self) -> bool:
+        """Whether the speedup is within the noise: its interval holds 1.00, or unstable."""
+        return self.unstable or (self.interval is not None and self.interval.contains(1.0))
 
 
 def cells_of(repo: str, sha: str, arch: str,
              compile_mode: str) -> dict[tuple[str, str], QuantCell]:
-    """(recipe, shape) -> QuantCell for one commit, with one query."""
+    """(recipe, shape) -> QuantCell for one commit, with one query (extra_info, for the
+    speedup's interval, of the speedup rows only)."""
+    speedup_info = Case(When(series__metric=SPEEDUP, then="extra_info"),
+                        output_field=JSONField())
     rows = Result.objects.of_commit(repo, sha).in_slice(
         benchmark=QUANT_BENCHMARK, arch=arch, compile_mode=compile_mode,
         metric=[*COLUMNS, STATUS_METRIC],
     ).values_list("series__dtype", "series__model", "series__metric", "value",
-                  "string_values")
+                  "string_values", speedup_info)
     cells: dict[tuple[str, str], QuantCell] = {}
-    for recipe, model, metric, value, strings in rows:
+    for recipe, model, metric, value, strings, info in rows:
         cell = cells.setdefault((recipe, quant_shape(model, recipe)), QuantCell())
         if metric == STATUS_METRIC:
             cell.status = (strings or [""])[0]
         else:
             cell.values[metric] = value
+            if metric == SPEEDUP:
+                cell.interval = interval_of(info)
     return cells
 
 
@@ -98,7 +121,7 @@ def build(state: State) -> Page:
                 _cells_table(state, recipes, shapes, new, old, base, threshold)],
         figures=figures,
         context={"state": state, "shas": shas, "archs": archs, "modes": modes,
-                 "repos": repos, "missing": not new,
+                 "repos": repos, "missing": not new, "sanity": sanity_lines(new, shapes),
                  "compare_url": compare_url(repo, base, sha, benchmark=QUANT_BENCHMARK)},
     )
     return page
@@ -108,19 +131,61 @@ def _speedup(cell: QuantCell | None) -> float | None:
     return cell.values.get(SPEEDUP) if cell else None
 
 
+def sanity_lines(cells: dict[tuple[str, str], QuantCell], shapes: list[str]) -> list[dict]:
+    """The baseline recipe's cells (bf16 timed against itself), as {"suspect", "text"} lines:
+    one for those whose interval holds 1.00, one per other cell."""
+    measured = [(shape, cell) for shape in shapes
+                if (cell := cells.get((BASELINE_RECIPE, shape))) and _speedup(cell) is not None]
+    title = "Sanity check (baseline vs baseline)"
+    lines, passed = [], []
+    for shape, cell in measured:
+        if cell.interval is not None and cell.interval.contains(1.0):
+            passed.append(cell)
+            continue
+        suspect, verdict = sanity_verdict(_speedup(cell), cell.interval)
+        reading = measured_text(_speedup(cell), cell.interval)
+        lines.append({"suspect": suspect, "text": f"{title}, {shape}: {reading}: {verdict}"})
+    if len(passed) == 1:
+        [cell] = passed
+        lines.insert(0, {"suspect": False,
+                         "text": f"{title}: {measured_text(_speedup(cell), cell.interval)}: ok"})
+    elif passed:
+        low, high = min(map(_speedup, passed)), max(map(_speedup, passed))
+        lines.insert(0, {"suspect": False, "text": (
+            f"{title}: {low:.2f}x to {high:.2f}x on {len(passed)} of {len(measured)} shapes, "
+            "each 95% CI holding 1.00: ok")})
+    return lines
+
+
 def _label(cell: QuantCell | None) -> str:
+    """The cell's text in the heatmap: "≈" marks a speedup whose interval holds 1.00, "?" an
+    unstable one."""
     if cell is None:
         return "—"
     if cell.status:
         return cell.status
     value = _speedup(cell)
-    return "—" if value is None else f"{value:.2f}x"
+    if value is None:
+        return "—"
+    near = "≈" if cell.interval is not None and cell.interval.contains(1.0) else ""
+    return f"{near}{value:.2f}x{'?' if cell.unstable else ''}"
+
+
+def _hover(cell: QuantCell | None) -> str:
+    value = _speedup(cell)
+    return _label(cell) if value is None else measured_text(value, cell.interval)
 
 
 def _heatmap(title, recipes, shapes, cells) -> dict:
-    z = [[_speedup(cells.get((r, s))) for s in shapes] for r in recipes]
-    text = [[_label(cells.get((r, s))) for s in shapes] for r in recipes]
-    return charts.heatmap(title, shapes, recipes, z, text, "speedup (x)", midpoint=1.0)
+    """Speedups coloured around 1.00; a cell within the noise (`QuantCell.neutral`) gets the
+    neutral colour whatever its value."""
+    rows = [[cells.get((r, s)) for s in shapes] for r in recipes]
+    z = [[1.0 if cell and cell.neutral and _speedup(cell) is not None else _speedup(cell)
+          for cell in row] for row in rows]
+    text = [[_label(cell) for cell in row] for row in rows]
+    hover = [[_hover(cell) for cell in row] for row in rows]
+    return charts.heatmap(title, shapes, recipes, z, text, "speedup (x)", midpoint=1.0,
+                          hover=hover)
 
 
 def _change(new: float | None, old: float | None) -> float | None:
@@ -129,15 +194,29 @@ def _change(new: float | None, old: float | None) -> float | None:
     return new / old - 1
 
 
+def _noisy(cell: QuantCell | None, before: QuantCell | None) -> bool:
+    """Whether the change between two cells' speedups is inside their noise."""
+    return within_noise(cell and cell.interval, before and before.interval)
+
+
 def _change_heatmap(recipes, shapes, new, old, base, sha) -> dict:
+    """Changes coloured around 0; one within the noise is neutral, its text marked "≈"."""
     z, text = [], []
     for recipe in recipes:
-        changes = [_change(_speedup(new.get((recipe, s))), _speedup(old.get((recipe, s))))
-                   for s in shapes]
-        z.append([None if c is None else round(100 * c, 2) for c in changes])
-        text.append(["—" if c is None else f"{100 * c:+.1f}%" for c in changes])
+        pairs = [(new.get((recipe, s)), old.get((recipe, s))) for s in shapes]
+        changes = [(_change(_speedup(cell), _speedup(before)), _noisy(cell, before))
+                   for cell, before in pairs]
+        z.append([None if c is None else 0.0 if noisy else round(100 * c, 2)
+                  for c, noisy in changes])
+        text.append(["—" if c is None else f"{'≈' if noisy else ''}{100 * c:+.1f}%"
+                     for c, noisy in changes])
     return charts.heatmap(f"Speedup change, {base[:10]} → {sha[:10]}", shapes, recipes, z,
                           text, "change (%)", midpoint=0.0)
+
+
+def _geomean_interval(cells: dict, recipe: str, shapes: set[str]) -> Interval | None:
+    return geomean_interval((_speedup(cells[(recipe, s)]), cells[(recipe, s)].interval)
+                            for s in shapes)
 
 
 def _geomeans(recipes, new, old, base, threshold, common_only) -> Table:
@@ -159,14 +238,35 @@ def _geomeans(recipes, new, old, base, threshold, common_only) -> Table:
             change = _change(g_new, g_old)
             row += [g_old, f"{len(shapes_old)}/{sum(1 for r, _ in old if r == recipe)}",
                     None if change is None else round(100 * change, 2)]
-            classes[5] = change_class(change, threshold, HIGHER)
+            noisy = within_noise(_geomean_interval(new, recipe, shapes_new),
+                                 _geomean_interval(old, recipe, shapes_old))
+            classes[5] = change_class(change, threshold, HIGHER, noisy=noisy)
         table.rows.append(row)
         table.classes.append(classes)
     return table
 
 
+def _metric_columns(cell: QuantCell | None) -> list:
+    """The cell's metrics in COLUMNS order, its speedup's interval ("95% CI") after it."""
+    values = cell.values if cell else {}
+    row = []
+    for metric in COLUMNS:
+        row.append(values.get(metric))
+        if metric == SPEEDUP:
+            row.append(cell.interval.bounds() if cell and cell.interval else None)
+    return row
+
+
+def _status(cell: QuantCell | None) -> str:
+    if cell is None:
+        return "missing"
+    return cell.status or ("unstable" if cell.unstable else OK)
+
+
 def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
-    columns = ["recipe", "shape (M-K-N)", *COLUMNS.values(), "status"]
+    titles = list(COLUMNS.values())
+    titles.insert(list(COLUMNS).index(SPEEDUP) + 1, "95% CI")
+    columns = ["recipe", "shape (M-K-N)", *titles, "status"]
     if base:
         columns += ["base speedup", "speedup change %"]
     table = Table("cells", columns, [])
@@ -176,14 +276,13 @@ def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
             cell, before = new.get((recipe, shape)), old.get((recipe, shape))
             if cell is None and before is None:
                 continue
-            values = cell.values if cell else {}
-            row = [recipe, shape, *(values.get(metric) for metric in COLUMNS),
-                   (cell.status or OK) if cell else "missing"]
+            row = [recipe, shape, *_metric_columns(cell), _status(cell)]
             classes = {}
             if base:
                 change = _change(_speedup(cell), _speedup(before))
                 row += [_speedup(before), None if change is None else round(100 * change, 2)]
-                classes[len(row) - 1] = change_class(change, threshold, HIGHER)
+                classes[len(row) - 1] = change_class(change, threshold, HIGHER,
+                                                     noisy=_noisy(cell, before))
             table.rows.append(row)
             table.classes.append(classes)
             table.links.append({1: page_url(

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import re
 
+from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from benchsite.jobs.models import JobCell
 from benchsite.results.models import Result, Run
-from dashboards.pages.common import page_url
+from dashboards.pages.common import (
+    BASELINE_RECIPE,
+    interval_of,
+    measured_text,
+    page_url,
+    sanity_verdict,
+)
 from dashboards.render import Page, Table
 from dashboards.state import State
+from runner.contract.names import QUANT_BENCHMARK, QuantMetric
 
 PAGE_ROWS = 1000
+SPEEDUPS = [QuantMetric.SPEEDUP, QuantMetric.EAGER_SPEEDUP, QuantMetric.COMPILED_SPEEDUP]
 
 
 def job_of(run: Run) -> int | None:
@@ -36,6 +45,33 @@ def links(run: Run) -> dict[str, str]:
         found["job_text"] = (f"job {run.workflow_id}" + (f"/{run.job_id}" if run.job_id else "")
                              + f", attempt {run.run_attempt}")
     return found
+
+
+def sanity_warnings(run: Run) -> list[str]:
+    """A warning for each speedup of the quantization baseline recipe (bf16 timed against
+    itself) whose interval excludes 1.00: the run's timings are then suspect."""
+    rows = Result.objects.filter(run=run).in_slice(
+        benchmark=QUANT_BENCHMARK, dtype=BASELINE_RECIPE, metric=SPEEDUPS,
+    ).order_by("series__model", "series__metric").values_list(
+        "series__model", "series__metric", "value", "extra_info")
+    warnings = []
+    for model, metric, value, info in rows:
+        if value is None:
+            continue
+        interval = interval_of(info)
+        suspect, verdict = sanity_verdict(value, interval)
+        if suspect:
+            warnings.append(f"Sanity check (baseline vs baseline) {model}, {metric}: "
+                            f"{measured_text(value, interval)}: {verdict}")
+    return warnings
+
+
+def speedup_stability(run: Run) -> dict[str, int]:
+    """How many of the run's results carry a measured interval, and how many of those are
+    unstable (the interval stayed wider than the runner's target)."""
+    return Result.objects.filter(run=run).aggregate(
+        measured=Count("id", filter=Q(extra_info__has_key="unstable")),
+        unstable=Count("id", filter=Q(extra_info__unstable=True)))
 
 
 def build(state: State, pk: int) -> Page:
@@ -62,5 +98,6 @@ def build(state: State, pk: int) -> Page:
         filters={"run": run.pk, "page": number},
         tables=[table],
         context={"run": run, "links": links(run), "pages": pages, "number": number,
-                 "has_next": number < pages},
+                 "has_next": number < pages, "warnings": sanity_warnings(run),
+                 "stability": speedup_stability(run)},
     )

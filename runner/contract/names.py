@@ -14,6 +14,8 @@ from enum import StrEnum
 QUANT_BENCHMARK = "micro-benchmark api"
 QUANT_MODEL_TYPE = "micro-benchmark custom layer"
 QUANT_ORIGINS = ("torchao",)
+# The recipe that leaves the model in high precision: its speedup is the run's A/A sanity check
+QUANT_BASELINE_RECIPE = "baseline"
 
 
 class QuantMetric(StrEnum):

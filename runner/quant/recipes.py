@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.contract.names import QUANT_BASELINE_RECIPE
+
 ALL_DEVICES = frozenset({"cpu", "cuda"})
 CUSTOM_CONFIG_PREFIX = "torchao."
 
@@ -149,7 +151,7 @@ class Entry:
 
 
 QUANTIZATION: dict[str, Entry] = {
-    "baseline": Entry(None),
+    QUANT_BASELINE_RECIPE: Entry(None),
     "int8wo": Entry(_plain("torchao.quantization.Int8WeightOnlyConfig")),
     "int8dq": Entry(_plain("torchao.quantization.Int8DynamicActivationInt8WeightConfig")),
     "int4wo": Entry(

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from benchsite.results.demo import sha
 from benchsite.results.ingest import store_upload
+from benchsite.results.models import Run
 from tests.results.samples import TORCHAO, record
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -40,7 +42,9 @@ def table_text(page, name):
 def test_quantization_heatmap_compare_and_csv(page, demo, tmp_path):
     page.goto(f"/quantization/?arch={H100}")
     [heatmap] = traces(page)
-    assert heatmap["points"] == 6 * 20
+    assert heatmap["points"] == 7 * 20  # recipes and the baseline, x shapes
+    assert "Sanity check (baseline vs baseline)" in page.locator("p.sanity").inner_text()
+    assert "95% CI" in table_text(page, "cells")
     before = table_text(page, "geomean")
     shot(page, "quantization")
 
@@ -90,6 +94,12 @@ def test_home_and_run_pages(page, demo):
     page.wait_for_url("**/runs/*/")
     assert "Commit" in page.locator("dl.run").inner_text()
     shot(page, "run")
+    bad_night = Run.objects.get(repo="pytorch/ao", head_sha=sha(6), arch=H100)
+    page.goto(f"/runs/{bad_night.pk}/")
+    warning = page.get_by_role("alert").first
+    assert warning.is_visible() and "Sanity check (baseline vs baseline)" in warning.inner_text()
+    assert "Unstable speedups" in page.locator("dl.run").inner_text()
+    shot(page, "run-suspect")
 
 
 def test_untrusted_names_render_as_text(page, transactional_db):

@@ -48,7 +48,7 @@ def test_quantization_defaults_to_the_latest_commit(client, demo):
     assert page["filters"]["sha"] == sha(7) and page["filters"]["compile_mode"] == "max-autotune"
     heatmap = page["figures"][0]["data"][0]
     assert heatmap["type"] == "heatmap"
-    assert len(heatmap["y"]) == 6 and len(heatmap["x"]) == 20  # recipes x shapes
+    assert len(heatmap["y"]) == 7 and len(heatmap["x"]) == 20  # recipes (and baseline) x shapes
     assert all(isinstance(v, float) for row in heatmap["z"] for v in row)
     geomeans = {row[0]: row for row in page["tables"][0]["rows"]}
     assert geomeans["int8dq"][2] == "20/20" and 1.0 < geomeans["int8dq"][1] < 2.0
@@ -66,7 +66,7 @@ def test_quantization_base_vs_new(client, demo):
 def test_quantization_csv_and_a_device_without_float8(client, demo):
     rows = csv_rows(client, "/quantization/?arch=NVIDIA A100-SXM4-80GB&table=cells")
     assert rows[0][:3] == ["recipe", "shape (M-K-N)", "bf16 ms"]
-    assert {row[0] for row in rows[1:]} == {"int8wo", "int8dq", "int4wo-128"}
+    assert {row[0] for row in rows[1:]} == {"baseline", "int8wo", "int8dq", "int4wo-128"}
 
 
 def test_bad_parameters_name_the_parameter(client, demo):
@@ -83,8 +83,8 @@ def test_trends_geomean_per_recipe_and_per_backend_with_passrate(client, demo):
     ao = get_json(client, "/trends/?repo=pytorch/ao&arch=" + H100)
     assert ao["filters"]["metric"] == "Fwd Speedup (x)" and ao["filters"]["group"] == "dtype"
     names = {trace["name"] for trace in ao["figures"][0]["data"]}
-    assert names == {"int8wo", "int8dq", "float8dq-tensor", "float8dq-row", "float8wo",
-                     "int4wo-128"}
+    assert names == {"baseline", "int8wo", "int8dq", "float8dq-tensor", "float8dq-row",
+                     "float8wo", "int4wo-128"}
     assert all(len(trace["y"]) == 8 for trace in ao["figures"][0]["data"])
     inductor = get_json(client, "/trends/?repo=pytorch/pytorch&granularity=week")
     assert inductor["filters"]["group"] == "backend"
