@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from runner.contract.metrics import number_metric
 from runner.timing import Timing, TimingSettings
 
 CONFIDENCE = 0.95
@@ -63,10 +64,7 @@ class PairedTiming:
     @property
     def half_width(self) -> float:
         """Half the interval's width relative to the speedup; infinite without an interval."""
-        interval = self.ci
-        if interval is None:
-            return math.inf
-        return (interval[1] - interval[0]) / 2 / self.speedup
+        return relative_half_width(self.ratios)
 
     @property
     def unstable(self) -> bool:
@@ -114,6 +112,21 @@ class PairedTiming:
         for key in ("baseline_ms", "candidate_ms", "ratios"):
             values[key] = tuple(values[key])
         return cls(**values)
+
+
+def speedup_metric(name: str, paired: PairedTiming, **extra: Any) -> dict[str, Any]:
+    """A speedup's record metric: every pair's ratio as values (their median is the
+    speedup), the 95% interval and whether it met its target in extra_info."""
+    return number_metric(name, list(paired.ratios), "x", speedup=paired.speedup,
+                         **paired.summary(), **extra)
+
+
+def relative_half_width(ratios: tuple[float, ...] | list[float]) -> float:
+    """Half the width of the median's interval over the median; infinite without one."""
+    interval = median_interval(ratios)
+    if interval is None:
+        return math.inf
+    return (interval[1] - interval[0]) / 2 / statistics.median(ratios)
 
 
 def median_interval(values: tuple[float, ...] | list[float],
@@ -180,7 +193,7 @@ def _sample(baseline: Block, candidate: Block, settings: TimingSettings,
         ratios.append((a1 + a2 + a3 + a4) / (b1 + b2 + b3 + b4))
         if len(ratios) < least:
             continue
-        if _half_width(ratios) <= settings.ci_target:
+        if relative_half_width(ratios) <= settings.ci_target:
             stopped = STOPPED_CI
             break
         if clock() - start >= settings.budget_s:
@@ -189,9 +202,3 @@ def _sample(baseline: Block, candidate: Block, settings: TimingSettings,
     return PairedTiming(tuple(a_ms), tuple(b_ms), tuple(ratios), calls[0], calls[1],
                         settings.ci_target, stopped)
 
-
-def _half_width(ratios: list[float]) -> float:
-    interval = median_interval(ratios)
-    if interval is None:
-        return math.inf
-    return (interval[1] - interval[0]) / 2 / statistics.median(ratios)

@@ -31,6 +31,7 @@ the newcomer's data set; `LARGE` is a year on more devices (about 10 million res
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -41,7 +42,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from runner.contract.metrics import number_metric, string_metric
+from runner.contract.metrics import string_metric
 from runner.contract.names import (
     COMPILERS_BENCHMARK,
     INSTRUCTIONS_BENCHMARK,
@@ -63,7 +64,7 @@ from runner.contract.status import SKIPPED, status_metric
 from runner.instructions.builtin import BUILTIN as INSTRUCTION_DEFINITIONS
 from runner.instructions.definitions import expand as expand_instructions
 from runner.kernels.definitions import bytes_moved
-from runner.paired import CONFIDENCE, STOPPED_BUDGET, STOPPED_CI, median_interval
+from runner.paired import STOPPED_BUDGET, PairedTiming, speedup_metric
 from runner.timing import TimingSettings
 
 
@@ -114,9 +115,8 @@ LARGE = Scale(
 )
 
 # Compute speed-up and weight-byte ratio of each recipe against bf16.
-BASELINE_RECIPE = QUANT_BASELINE_RECIPE  # the model left in bf16
 RECIPE_MODEL = {
-    BASELINE_RECIPE: (1.0, 1.0),
+    QUANT_BASELINE_RECIPE: (1.0, 1.0),
     "int8wo": (1.0, 0.5), "int8dq": (1.6, 0.5), "float8dq-tensor": (1.8, 0.5),
     "float8dq-row": (1.7, 0.5), "float8wo": (1.0, 0.5), "int4wo-64": (0.75, 0.28),
     "int4wo-128": (0.8, 0.27), "int4wo-128-hqq": (0.78, 0.27),
@@ -209,10 +209,10 @@ def _quant_records(scale: Scale, device: Device, night: int, rng: random.Random,
     for mode, (m, k, n) in itertools.product(scale.compile_modes, shapes):
         base, quant = (_latency_ms(device, m, k, n, 1.0, 1.0)
                        * (1 + pairs_rng.gauss(0, device.noise)) for _ in range(2))
-        cell = f"{mode} {BASELINE_RECIPE} {m}-{k}-{n}"
+        cell = f"{mode} {QUANT_BASELINE_RECIPE} {m}-{k}-{n}"
         speedup = (_paired_speedup(1.04, _pair_ratios(device, night, cell, pairs_rng)) if bad
                    else _baseline_speedup(device, night, cell, pairs_rng))
-        records += _quant_cell(device, mode, BASELINE_RECIPE, (m, k, n), base, quant, speedup)
+        records += _quant_cell(device, mode, QUANT_BASELINE_RECIPE, (m, k, n), base, quant, speedup)
     return records
 
 
@@ -266,15 +266,12 @@ def _baseline_speedup(device: Device, night: int, cell: str, rng: random.Random)
 
 
 def _speedup_metric(ratios: list[float]) -> dict:
-    """A paired speedup as runner.quant writes it (runner.paired.PairedTiming.summary)."""
-    ratios = [round(ratio, 6) for ratio in ratios]
-    speedup = statistics.median(ratios)
-    low, high = median_interval(ratios)
-    unstable = (high - low) / 2 / speedup > PAIRS.ci_target
-    return number_metric(
-        QuantMetric.SPEEDUP, ratios, "x", speedup=speedup, ci_low=low, ci_high=high,
-        confidence=CONFIDENCE, pairs=len(ratios), ci_target=PAIRS.ci_target,
-        stopped_by=STOPPED_BUDGET if unstable else STOPPED_CI, unstable=unstable)
+    """A paired speedup as runner.quant writes it; an unstable one ran to its budget."""
+    paired = PairedTiming((), (), tuple(round(ratio, 6) for ratio in ratios),
+                          target=PAIRS.ci_target)
+    if paired.unstable:
+        paired = dataclasses.replace(paired, stopped=STOPPED_BUDGET)
+    return speedup_metric(QuantMetric.SPEEDUP, paired)
 
 
 def _quant_change(device: Device, recipe: str, night: int, m: int) -> float:

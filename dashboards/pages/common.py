@@ -13,11 +13,6 @@ from django.urls import reverse
 
 from benchsite.results.models import Run, RunSummary, Series
 from runner.contract.directions import HIGHER
-from runner.contract.names import QUANT_BASELINE_RECIPE
-
-# The quantization recipe that leaves the model in bf16 (runner.quant.recipes): its speedup is
-# the baseline timed against itself, a sanity check that must read 1.00.
-BASELINE_RECIPE = QUANT_BASELINE_RECIPE
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from django.urls import reverse
 from benchsite.results.models import Result
 from dashboards import charts
 from dashboards.pages.common import (
-    BASELINE_RECIPE,
     Interval,
     change_class,
     compare_url,
@@ -29,7 +28,13 @@ from dashboards.pages.common import (
 from dashboards.render import Page, Table
 from dashboards.state import State
 from runner.contract.directions import HIGHER
-from runner.contract.names import QUANT_BENCHMARK, QuantMetric, quant_model_name, quant_shape
+from runner.contract.names import (
+    QUANT_BASELINE_RECIPE,
+    QUANT_BENCHMARK,
+    QuantMetric,
+    quant_model_name,
+    quant_shape,
+)
 from runner.contract.status import OK, STATUS_METRIC
 
 SPEEDUP = QuantMetric.SPEEDUP
@@ -135,7 +140,8 @@ def sanity_lines(cells: dict[tuple[str, str], QuantCell], shapes: list[str]) -> 
     """The baseline recipe's cells (bf16 timed against itself), as {"suspect", "text"} lines:
     one for those whose interval holds 1.00, one per other cell."""
     measured = [(shape, cell) for shape in shapes
-                if (cell := cells.get((BASELINE_RECIPE, shape))) and _speedup(cell) is not None]
+                if (cell := cells.get((QUANT_BASELINE_RECIPE, shape)))
+                and _speedup(cell) is not None]
     title = "Sanity check (baseline vs baseline)"
     lines, passed = [], []
     for shape, cell in measured:

@@ -11,7 +11,6 @@ from django.urls import reverse
 from benchsite.jobs.models import JobCell
 from benchsite.results.models import Result, Run
 from dashboards.pages.common import (
-    BASELINE_RECIPE,
     interval_of,
     measured_text,
     page_url,
@@ -19,7 +18,7 @@ from dashboards.pages.common import (
 )
 from dashboards.render import Page, Table
 from dashboards.state import State
-from runner.contract.names import QUANT_BENCHMARK, QuantMetric
+from runner.contract.names import QUANT_BASELINE_RECIPE, QUANT_BENCHMARK, QuantMetric
 
 PAGE_ROWS = 1000
 SPEEDUPS = [QuantMetric.SPEEDUP, QuantMetric.EAGER_SPEEDUP, QuantMetric.COMPILED_SPEEDUP]
@@ -51,7 +50,7 @@ def sanity_warnings(run: Run) -> list[str]:
     """A warning for each speedup of the quantization baseline recipe (bf16 timed against
     itself) whose interval excludes 1.00: the run's timings are then suspect."""
     rows = Result.objects.filter(run=run).in_slice(
-        benchmark=QUANT_BENCHMARK, dtype=BASELINE_RECIPE, metric=SPEEDUPS,
+        benchmark=QUANT_BENCHMARK, dtype=QUANT_BASELINE_RECIPE, metric=SPEEDUPS,
     ).order_by("series__model", "series__metric").values_list(
         "series__model", "series__metric", "value", "extra_info")
     warnings = []

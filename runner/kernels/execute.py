@@ -48,14 +48,14 @@ def run_cell(cell: KernelCell, settings: TimingSettings) -> KernelResult:
             _run(cell, settings, result)
     except _Skip as skip:
         result.status, result.reason = SKIPPED, str(skip)
-        result.timing = result.eager = result.paired = None
+        result.timing = result.paired = None
     except AccuracyMismatch as mismatch:
         result.status, result.reason, result.accuracy = FAILED, str(mismatch), FAIL_ACCURACY
     except Exception as error:
         logger.info("cell %s failed", cell.key, exc_info=True)  # the traceback is kept
         result.status, result.reason = FAILED, f"{type(error).__name__}: {error}"
         result.traceback = traceback.format_exc()
-        result.timing = result.eager = result.paired = None
+        result.timing = result.paired = None
     if cell.device == "cuda" or result.status == FAILED:
         release_memory()
     return result
@@ -88,7 +88,7 @@ def _run(cell: KernelCell, settings: TimingSettings, result: KernelResult) -> No
         result.accuracy = PASS
         result.paired = measure_pair(calls(eager, "eager"), calls(function, cell.label),
                                      cell.device, settings)
-        result.timing, result.eager = result.paired.candidate, result.paired.baseline
+        result.timing = result.paired.candidate
         note = result.paired.instability(f"{cell.label} over eager")
         result.measured_s += result.paired.measured_s
     if note:

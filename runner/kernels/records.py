@@ -29,6 +29,7 @@ from runner.environment import RunContext
 from runner.kernels.backends import optional_versions
 from runner.kernels.results import FAIL_ACCURACY, KernelResult
 from runner.kernels.spec import DEFAULT_RTOL
+from runner.paired import speedup_metric
 
 
 def cell_records(result: KernelResult, context: RunContext) -> list[dict[str, Any]]:
@@ -52,11 +53,8 @@ def _measurements(result: KernelResult) -> list[dict[str, Any]]:
         number_metric(KernelMetric.BANDWIDTH, [result.gbps], "GB/s", bytes=result.bytes),
     ]
     if result.paired is not None:
-        assert result.eager is not None
-        metrics.append(number_metric(KernelMetric.SPEEDUP, list(result.paired.ratios), "x",
-                                     speedup=result.paired.speedup,
-                                     eager_median_ms=result.eager.median_ms,
-                                     **result.paired.summary()))
+        metrics.append(speedup_metric(KernelMetric.SPEEDUP, result.paired,
+                                      eager_median_ms=result.paired.baseline.median_ms))
     return metrics
 
 

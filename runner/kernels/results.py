@@ -20,7 +20,6 @@ class KernelResult:
     traceback: str = ""  # of the error that failed it
     bytes: int = 0  # least traffic of one pass (definitions)
     timing: Timing | None = None
-    eager: Timing | None = None  # the baseline of the speedup, timed with this one
     paired: PairedTiming | None = None  # this backend interleaved with eager (not for eager)
     accuracy: str | None = None  # PASS or FAIL_ACCURACY; None for eager and unchecked cells
     notes: list[str] = field(default_factory=list)
@@ -31,6 +30,11 @@ class KernelResult:
         if self.timing is None:
             return None
         return self.bytes / (self.timing.median_ms / 1000) / 1e9
+
+    @property
+    def eager(self) -> Timing | None:
+        """Eager's timing, the baseline of the speedup, taken with this backend's."""
+        return self.paired.baseline if self.paired else None
 
     @property
     def speedup(self) -> float | None:

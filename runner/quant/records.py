@@ -16,7 +16,7 @@ from runner.contract.metrics import number_metric
 from runner.contract.names import QUANT_BENCHMARK, QUANT_MODEL_TYPE, QUANT_ORIGINS, QuantMetric
 from runner.contract.status import OK, status_metric
 from runner.environment import RunContext
-from runner.paired import PairedTiming
+from runner.paired import speedup_metric
 from runner.quant.results import CellResult
 from runner.timing import Timing
 
@@ -86,27 +86,20 @@ def _time(name: str, timing: Timing) -> dict[str, Any]:
     )
 
 
-def _speedup(name: str, paired: PairedTiming, **extra: Any) -> dict[str, Any]:
-    """Every pair's ratio as values (their median is the speedup), the 95% interval and
-    whether it met its target in extra_info (runner.paired)."""
-    return number_metric(name, list(paired.ratios), "x", speedup=paired.speedup,
-                         **paired.summary(), **extra)
-
-
 def _metrics(result: CellResult) -> list[dict[str, Any]]:
     assert result.paired and result.eager and result.baseline and result.quantized
     compiled = result.cell.compile_mode is not None
     metrics = [
-        _speedup(QuantMetric.SPEEDUP, result.paired, compiled=compiled),
+        speedup_metric(QuantMetric.SPEEDUP, result.paired, compiled=compiled),
         _time(QuantMetric.BASELINE_TIME, result.baseline),
         _time(QuantMetric.QUANTIZED_TIME, result.quantized),
     ]
     if result.peak_memory_mb is not None:
         metrics.append(number_metric(QuantMetric.MEMORY, [result.peak_memory_mb], "MB"))
-    metrics.append(_speedup(QuantMetric.EAGER_SPEEDUP, result.eager))
+    metrics.append(speedup_metric(QuantMetric.EAGER_SPEEDUP, result.eager))
     if result.compiled is not None:
         metrics += [
-            _speedup(QuantMetric.COMPILED_SPEEDUP, result.compiled),
+            speedup_metric(QuantMetric.COMPILED_SPEEDUP, result.compiled),
             _time(QuantMetric.BASELINE_EAGER_TIME, result.eager.baseline),
             _time(QuantMetric.QUANTIZED_EAGER_TIME, result.eager.candidate),
         ]
