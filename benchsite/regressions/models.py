@@ -21,6 +21,50 @@ DIRECTIONS = [(HIGHER, "higher is better"), (LOWER, "lower is better")]
 class Detector(models.TextChoices):
     CHANGEPOINT = "changepoint", "change point"
     HUD_POLICY = "hud_policy", "HUD policy"
+    ACCURACY = "accuracy", "accuracy check"  # a pass-like result became a failure
+    MISSING = "missing", "missing metric"  # a run still reports, without this metric
+
+
+class AlertGroup(models.Model):
+    """Regressions of one repo and branch found together whose commit ranges overlap: one
+    change seen in many series, told and triaged once. Its range is the members'
+    intersection: the last good commit is the latest of theirs, the first bad the earliest."""
+
+    repo = models.CharField(max_length=255)
+    branch = models.CharField(max_length=255)
+    last_good_sha = models.CharField(max_length=255, blank=True)
+    last_good_at = models.DateTimeField(null=True, blank=True)
+    first_bad_sha = models.CharField(max_length=255)
+    first_bad_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    notified_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-first_bad_at", "-id"]
+        indexes = [models.Index(fields=["repo", "branch", "-first_bad_at"]),
+                   models.Index(fields=["-created_at"])]
+
+    def __str__(self) -> str:
+        good = self.last_good_sha[:10] or "?"
+        return f"{self.repo}@{self.branch} {good}..{self.first_bad_sha[:10]}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("regressions:group", args=[self.pk])
+
+    def overlaps(self, last_good_at, first_bad_at) -> bool:
+        """Whether a range (last good, first bad] overlaps this group's."""
+        return ((last_good_at is None or last_good_at < self.first_bad_at)
+                and (self.last_good_at is None or self.last_good_at < first_bad_at))
+
+    def narrow(self, regression: Regression) -> None:
+        """Take a member's range in: the intersection of both."""
+        if regression.first_bad_at < self.first_bad_at:
+            self.first_bad_at, self.first_bad_sha = (regression.first_bad_at,
+                                                     regression.first_bad_sha)
+        if regression.last_good_at is not None and (
+                self.last_good_at is None or regression.last_good_at > self.last_good_at):
+            self.last_good_at, self.last_good_sha = (regression.last_good_at,
+                                                     regression.last_good_sha)
 
 
 class Regression(models.Model):
@@ -44,7 +88,11 @@ class Regression(models.Model):
     NOTIFIED_KINDS = (Kind.REGRESSION, Kind.CHANGE)
 
     series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="regressions")
-    detector = models.CharField(max_length=20, choices=Detector.choices)
+    branch = models.CharField(max_length=255, help_text="the history it was found in")
+    group = models.ForeignKey(AlertGroup, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="members")
+    detector = models.CharField(max_length=20, choices=Detector.choices,
+                                help_text="the detector that raised it")
     kind = models.CharField(max_length=20, choices=Kind.choices)
     direction = models.CharField(max_length=10, choices=DIRECTIONS, blank=True,
                                  help_text="the metric's better direction; blank: unknown")
@@ -56,14 +104,21 @@ class Regression(models.Model):
                                       related_name="+")
     first_bad_sha = models.CharField(max_length=255)
     first_bad_at = models.DateTimeField()
-    baseline = models.FloatField(help_text="level before the change")
-    value = models.FloatField(help_text="level after the change")
+    baseline = models.FloatField(
+        help_text="level before the change (accuracy and missing metric: 1, a pass / present)")
+    value = models.FloatField(help_text="level after the change (0: a failure / absent)")
     magnitude = models.FloatField(help_text="relative change, signed: 0.12 is 12 % up")
     confidence = models.FloatField(
         null=True, blank=True,
         help_text="change point: p-value; HUD policy: violations in a row")
     points_after = models.PositiveIntegerField(
         default=0, help_text="points at the new level when it was raised")
+    detected_at = models.DateTimeField(
+        null=True, blank=True, help_text="the time of the newest point when it was raised")
+    evidence = models.JSONField(
+        default=dict, blank=True,
+        help_text="what other detectors said of the same change, by detector: the HUD "
+        "policy's verdict, magnitude and violations")
     state = models.CharField(max_length=20, choices=State.choices, default=State.OPEN)
     notes = models.TextField(blank=True)
     notified_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -82,9 +137,13 @@ class Regression(models.Model):
         indexes = [
             # the regressions page: current (or another state's) regressions, newest first
             models.Index(fields=["state", "-first_bad_at"]),
+            # the nightly report: what was raised in a night
+            models.Index(fields=["detected_at"]),
         ]
 
     def __str__(self) -> str:
+        if self.detector in (Detector.ACCURACY, Detector.MISSING):
+            return f"{self.get_detector_display()} in {self.series}"
         return f"{self.get_kind_display()} {self.magnitude:+.1%} in {self.series}"
 
     def get_absolute_url(self) -> str:
@@ -216,6 +275,18 @@ class DetectionSettings(models.Model):
         default=0.05, help_text="HUD policy and commit comparison: relative change beyond "
         "which a point violates / a series changed, where no metric threshold matches")
 
+    default_branches = models.CharField(
+        max_length=500, default="main",
+        help_text="comma-separated: the branches detection runs on and whose history "
+        "comparisons judge noise with, for repos without their own below")
+    lookback_points = models.PositiveIntegerField(
+        default=30, help_text="commit comparison: default-branch points up to the base "
+        "commit that give a series' level and noise")
+    min_history = models.PositiveIntegerField(
+        default=5, help_text="commit comparison: history points needed to judge the noise")
+    noise_factor = models.FloatField(
+        default=3.0, help_text="commit comparison: a change must exceed this many times the "
+        "series' noise (and its tolerance)")
     compare_significance = models.FloatField(
         default=0.05, help_text="commit comparison: Mann-Whitney U level, used when both "
         "commits have 4+ repetitions")
@@ -243,7 +314,8 @@ class DetectionSettings(models.Model):
 
     @classmethod
     def load(cls) -> DetectionSettings:
-        found = cls.objects.prefetch_related("thresholds").filter(pk=1).first()
+        found = (cls.objects.prefetch_related("thresholds", "repo_branches")
+                 .filter(pk=1).first())
         if found is not None:
             return found
         with transaction.atomic():
@@ -254,7 +326,14 @@ class DetectionSettings(models.Model):
                                     tolerance=tolerance, changepoint_min_magnitude=(
                                         DEFAULT_CHANGEPOINT_MAGNITUDES.get(metric)))
                     for number, (metric, tolerance) in enumerate(DEFAULT_THRESHOLDS, 1))
-        return cls.objects.prefetch_related("thresholds").get(pk=1)
+        return cls.objects.prefetch_related("thresholds", "repo_branches").get(pk=1)
+
+    def branches_for(self, repo: str) -> list[str]:
+        """The default branches of a repo: its own row's (the first pattern that matches),
+        else the site's."""
+        row = next((row for row in self.repo_branches.all()
+                    if fnmatch.fnmatchcase(repo, row.repo)), None)
+        return split_branches(row.branches if row else self.default_branches)
 
     def changepoint_params(self) -> changepoint.Params:
         return changepoint.Params(before=self.before, min_before=min(6, self.before),
@@ -303,6 +382,9 @@ class MetricThreshold(models.Model):
     changepoint_min_magnitude = models.FloatField(
         null=True, blank=True, help_text="change point: smallest relative change raised for "
         "these metrics (0.01 = 1 %); blank: the global minimum")
+    hud_raises = models.BooleanField(
+        default=False, help_text="the HUD policy raises regressions of these metrics on its "
+        "own; otherwise its verdict is evidence on the change points it agrees with")
 
     class Meta:
         ordering = ["position", "id"]
@@ -321,6 +403,53 @@ class MetricThreshold(models.Model):
     def matches(self, metric: str, benchmark: str) -> bool:
         return (fnmatch.fnmatchcase(metric.lower(), self.metric.lower())
                 and fnmatch.fnmatchcase(benchmark.lower(), (self.benchmark or "*").lower()))
+
+
+def split_branches(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class RepoBranches(models.Model):
+    """A repo's default branches, where they are not the site's (`release/*` repos, `trunk`)."""
+
+    settings = models.ForeignKey(DetectionSettings, on_delete=models.CASCADE,
+                                 related_name="repo_branches")
+    repo = models.CharField(max_length=255, help_text="pattern: 'pytorch/pytorch', 'meta/*'")
+    branches = models.CharField(max_length=500, help_text="comma-separated: 'main, release'")
+
+    class Meta:
+        ordering = ["id"]
+        verbose_name = verbose_name_plural = "repo default branches"
+
+    def __str__(self) -> str:
+        return f"{self.repo}: {self.branches}"
+
+    def clean(self) -> None:
+        if not split_branches(self.branches):
+            raise ValidationError({"branches": "name at least one branch"})
+
+
+class NightlyReport(models.Model):
+    """Per benchmark and device, for one repo, branch and day (UTC): how many series were
+    reported and what detection made of them (the PyTorch HUD's regression report)."""
+
+    repo = models.CharField(max_length=255)
+    branch = models.CharField(max_length=255)
+    day = models.DateField()
+    rows = models.JSONField(default=list, help_text="one per benchmark and device: counts")
+    created_at = models.DateTimeField(auto_now=True)
+    notified_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-day", "repo", "branch"]
+        constraints = [models.UniqueConstraint(fields=["repo", "branch", "day"],
+                                               name="one_report_per_day")]
+
+    def __str__(self) -> str:
+        return f"{self.repo}@{self.branch} {self.day}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("regressions:report", args=[self.pk])
 
 
 class NotificationTarget(models.Model):
