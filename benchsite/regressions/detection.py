@@ -1,16 +1,34 @@
-"""Running the detectors on stored series and recording what they find.
+"""Running the detectors on a branch's history and recording what they find: one record per
+change, grouped with the other series' records of the same commit range.
 
-A detection is matched with the records of the same series and detector whose first bad
-point lies within a few points of it: a change seen again (on the next upload, or placed a
-point or two differently with more data) updates its record while that is current, and is
-never raised again once triaged as fixed, expected or a false positive. A change elsewhere
-is a new record.
+Detection runs on each repo's default branches only (`DetectionSettings.branches_for`),
+one branch's history at a time: results of other branches (pull requests) are never points
+of it, so they cannot raise anything there.
+
+One change, one record: the change-point detector raises; the HUD policy's finding of the
+same change in the same series is evidence on that record (and the HUD's verdict on the
+series is kept with it), not a second record. The HUD policy raises on its own only for
+the metrics whose threshold says so (`MetricThreshold.hud_raises`). A pass-like accuracy
+that becomes a failure is raised by `accuracy_changes`, and a metric a run stops reporting
+while the run still reports its benchmark by `missing_metrics` (both on upload).
+
+A detection is matched with the current records of its series whose first bad point lies
+within a few points of it: a change seen again (on the next upload, or placed a point or
+two differently with more data) updates its record while that is current, and is never
+raised again once triaged as fixed, expected or a false positive. A change elsewhere is a
+new record.
+
+Groups: new records of one repo and branch are first aligned: a record whose first bad
+commit is within a few points of a commit where more records of this detection (or an
+existing group) put theirs moves there, since many series agreeing locate a change better
+than one. Records whose commit ranges then overlap an existing group's join it (narrowing
+its range to the intersection); the others form new groups among themselves.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
@@ -19,52 +37,61 @@ from django.utils import timezone
 from benchsite.regressions.detect import Detection, changepoint, hud_policy
 from benchsite.regressions.history import History, recent
 from benchsite.regressions.models import (
+    AlertGroup,
     DetectionSettings,
     Detector,
     MetricDirection,
     Regression,
     RegressionEvent,
 )
-from benchsite.results.models import Run, Series
+from benchsite.results.ingest.summaries import PASS_VALUES
+from benchsite.results.models import Result, Run, Series
 from runner.contract.directions import HIGHER
+from runner.contract.status import SKIPPED, STATUS_METRIC
 
 # How many points apart two detections of one change may be placed.
 CHANGEPOINT_TOLERANCE = 3
-UPDATED_FIELDS = ["kind", "baseline", "value", "magnitude", "confidence", "updated_at"]
+UPDATED_FIELDS = ["kind", "baseline", "value", "magnitude", "confidence", "evidence",
+                  "updated_at"]
+NUMERIC = (Detector.CHANGEPOINT, Detector.HUD_POLICY)
+# String results that are neither a pass nor a failure.
+NOT_JUDGED = (SKIPPED, "")
+ACCURACY_POINTS = 60  # string results of a series looked at for a pass -> failure
 
 
-def detect_series(series_ids: Iterable[int],
+def detect_series(series_ids: Iterable[int], branch: str,
                   settings: DetectionSettings | None = None) -> list[Regression]:
-    """Detect changes in the recent history of these series and record them; returns the
-    records it created (with `series` loaded)."""
+    """Detect changes in the recent history of these series on `branch` and record them;
+    returns the records it created (with `series` loaded)."""
     settings = settings or DetectionSettings.load()
-    histories = recent(set(series_ids), settings.history_points)
+    histories = recent(set(series_ids), settings.history_points, [branch])
     if not histories:
         return []
     series = Series.objects.in_bulk(list(histories))
     directions = MetricDirection.resolve(list(series.values()),
                                          {pk: history.unit for pk, history in histories.items()})
-    existing = _existing(histories)
+    existing = _existing(histories, branch)
     changes = _changepoints(histories, series, settings)
-    new: list[Regression] = []
+    new: list[tuple[Regression, History]] = []
     updated: list[Regression] = []
     for pk, history in histories.items():
-        for detector, found, tolerance in _detections(series[pk], history, directions[pk],
-                                                      changes[pk], settings):
+        for detector, found, evidence, tolerance in _merged(
+                series[pk], history, directions[pk], changes[pk], settings):
             low = history.timestamps[max(0, found.index - tolerance)]
             high = history.timestamps[min(len(history) - 1, found.index + tolerance)]
-            match = next((record for record in existing[pk, detector]
+            match = next((record for record in existing[pk]
                           if low <= record.first_bad_at <= high), None)
             kind = _kind(detector, found, directions[pk])
             if match is None:
-                record = _record(series[pk], history, detector, found, kind, directions[pk])
-                new.append(record)
-                existing[pk, detector].append(record)
-            elif match.pk and match.is_current and _refresh(match, found, kind):
+                record = _record(series[pk], branch, history, detector, found, kind,
+                                 directions[pk], evidence)
+                new.append((record, history))
+                existing[pk].append(record)
+            elif match.pk and match.is_current and _refresh(match, found, kind, evidence):
                 updated.append(match)  # (a match made in this run is the same new record)
     if updated:
         Regression.objects.bulk_update(updated, UPDATED_FIELDS)
-    return _save(new)
+    return _save(_aligned(new, series, branch), branch)
 
 
 def _changepoints(histories: dict[int, History], series: dict[int, Series],
@@ -87,16 +114,45 @@ def _changepoints(histories: dict[int, History], series: dict[int, Series],
     return changes
 
 
-def _detections(series: Series, history: History, direction: str | None,
-                changes: list[Detection], settings: DetectionSettings):
-    for found in changes:
-        yield Detector.CHANGEPOINT, found, CHANGEPOINT_TOLERANCE
+def _merged(series: Series, history: History, direction: str | None,
+            changes: list[Detection], settings: DetectionSettings):
+    """(raising detector, detection, evidence, matching tolerance in points) per change:
+    change points carry the HUD
+    policy's finding of the same change and its verdict on the series; the HUD policy's
+    other findings are raised only where its threshold says so."""
+    hud: list[Detection] = []
+    params = None
     if settings.hud_enabled and direction is not None:
         params = settings.hud_params(series.metric, series.benchmark)
-        # An episode's run start moves with the windows until the baseline takes it in.
-        tolerance = params.baseline + params.comparison
-        for found in hud_policy.scan(history.values, direction, params):
-            yield Detector.HUD_POLICY, found, tolerance
+        hud = hud_policy.scan(history.values, direction, params)
+    window = params.baseline + params.comparison if params else 0
+    used: set[int] = set()
+    for found in changes:
+        evidence = {}
+        if params is not None:
+            worse = _kind(Detector.CHANGEPOINT, found, direction) == Regression.Kind.REGRESSION
+            same = next((number for number, other in enumerate(hud)
+                         if worse and number not in used
+                         and abs(other.index - found.index) <= window), None)
+            verdict = hud_policy.status(history.values[: found.detected_at + 1], direction,
+                                        params)
+            evidence["hud_policy"] = {"status": verdict}
+            if same is not None:
+                used.add(same)
+                evidence["hud_policy"].update(_hud_evidence(hud[same], history))
+        yield Detector.CHANGEPOINT, found, evidence, CHANGEPOINT_TOLERANCE
+    threshold = settings.threshold_for(series.metric, series.benchmark)
+    if params is not None and threshold is not None and threshold.hud_raises:
+        for number, found in enumerate(hud):
+            if number not in used:
+                # An episode's start moves with the windows until the baseline takes it in.
+                yield Detector.HUD_POLICY, found, {}, window
+
+
+def _hud_evidence(found: Detection, history: History) -> dict:
+    return {"kind": found.kind, "magnitude": found.magnitude,
+            "violations": int(found.confidence),
+            "first_bad_at": history.timestamps[found.index].isoformat()}
 
 
 def _kind(detector: str, found: Detection, direction: str | None) -> str:
@@ -108,34 +164,70 @@ def _kind(detector: str, found: Detection, direction: str | None) -> str:
     return Regression.Kind.REGRESSION if worse else Regression.Kind.IMPROVEMENT
 
 
-def _existing(histories: dict[int, History]) -> defaultdict[tuple[int, str], list[Regression]]:
+def _existing(histories: dict[int, History], branch: str) -> defaultdict[int, list[Regression]]:
     oldest = min(history.timestamps[0] for history in histories.values())
-    found: defaultdict[tuple[int, str], list[Regression]] = defaultdict(list)
-    records = Regression.objects.filter(series_id__in=list(histories), first_bad_at__gte=oldest)
+    found: defaultdict[int, list[Regression]] = defaultdict(list)
+    records = Regression.objects.filter(series_id__in=list(histories), branch=branch,
+                                        detector__in=NUMERIC, first_bad_at__gte=oldest)
     for record in records.only("id", "series_id", "detector", "first_bad_at", "state", *
                                UPDATED_FIELDS):
-        found[record.series_id, record.detector].append(record)
+        found[record.series_id].append(record)
     return found
 
 
-def _record(series: Series, history: History, detector: str, found: Detection, kind: str,
-            direction: str | None) -> Regression:
+def _record(series: Series, branch: str, history: History, detector: str, found: Detection,
+            kind: str, direction: str | None, evidence: dict) -> Regression:
     """A new record (its commits are filled in by `_save`)."""
-    good = found.index - 1 if found.index > 0 else None
-    return Regression(
-        series=series, detector=detector, kind=kind, direction=direction or "",
-        first_bad_run_id=history.run_ids[found.index],
-        first_bad_at=history.timestamps[found.index],
-        last_good_run_id=history.run_ids[good] if good is not None else None,
-        last_good_at=history.timestamps[good] if good is not None else None,
-        baseline=found.before, value=found.after, magnitude=found.magnitude,
-        confidence=found.confidence, points_after=found.delay,
-    )
+    record = Regression(
+        series=series, branch=branch, detector=detector, kind=kind,
+        direction=direction or "", baseline=found.before, value=found.after,
+        magnitude=found.magnitude, confidence=found.confidence, points_after=found.delay,
+        detected_at=history.timestamps[found.detected_at], evidence=evidence)
+    _place(record, history, found.index)
+    return record
 
 
-def _save(records: list[Regression]) -> list[Regression]:
-    """Insert new records with their first events; one by one (skipping those a concurrent
-    run inserted first) if inserting them together fails."""
+def _place(record: Regression, history: History, index: int) -> None:
+    good = index - 1 if index > 0 else None
+    record.first_bad_run_id = history.run_ids[index]
+    record.first_bad_at = history.timestamps[index]
+    record.last_good_run_id = history.run_ids[good] if good is not None else None
+    record.last_good_at = history.timestamps[good] if good is not None else None
+
+
+def _aligned(new: list[tuple[Regression, History]], series: dict[int, Series],
+             branch: str) -> list[Regression]:
+    """The new records, each moved to the commit near its own (within the matching
+    tolerance) where most new records and existing groups' members put their first bad
+    point."""
+    if not new:
+        return []
+    runs = {pk for _, history in new for pk in history.run_ids}
+    shas = dict(Run.objects.filter(pk__in=runs).values_list("pk", "head_sha"))
+    votes: Counter[tuple[str, str]] = Counter()
+    for record, _ in new:
+        votes[series[record.series_id].repo, shas.get(record.first_bad_run_id, "")] += 1
+    repos = {series[record.series_id].repo for record, _ in new}
+    oldest = min(history.timestamps[0] for _, history in new)
+    for group in AlertGroup.objects.filter(repo__in=repos, branch=branch,
+                                           first_bad_at__gte=oldest):
+        votes[group.repo, group.first_bad_sha] += group.members.count() or 1
+    for record, history in new:
+        repo = series[record.series_id].repo
+        index = history.run_ids.index(record.first_bad_run_id)
+        near = range(max(1, index - CHANGEPOINT_TOLERANCE),
+                     min(len(history), index + CHANGEPOINT_TOLERANCE + 1))
+        best = max(near, key=lambda i: (votes[repo, shas.get(history.run_ids[i], "")],
+                                        -abs(i - index)))
+        if votes[repo, shas.get(history.run_ids[best], "")] > votes[
+                repo, shas.get(record.first_bad_run_id, "")]:
+            _place(record, history, best)
+    return [record for record, _ in new]
+
+
+def _save(records: list[Regression], branch: str) -> list[Regression]:
+    """Insert new records with their first events and groups; one by one (skipping those a
+    concurrent run inserted first) if inserting them together fails."""
     if not records:
         return []
     runs = {pk for r in records for pk in (r.first_bad_run_id, r.last_good_run_id) if pk}
@@ -145,6 +237,7 @@ def _save(records: list[Regression]) -> list[Regression]:
         record.last_good_sha = shas.get(record.last_good_run_id, "")
     try:
         with transaction.atomic():
+            _group(records, branch)
             Regression.objects.bulk_create(records)
             RegressionEvent.objects.bulk_create(_first_event(r) for r in records)
         return records
@@ -154,6 +247,7 @@ def _save(records: list[Regression]) -> list[Regression]:
             record.pk, record._state.adding = None, True
             try:
                 with transaction.atomic():
+                    _group([record], branch)
                     record.save()
                     _first_event(record).save()
             except IntegrityError:  # a concurrent run recorded the same change first
@@ -162,19 +256,164 @@ def _save(records: list[Regression]) -> list[Regression]:
         return saved
 
 
+def _group(records: list[Regression], branch: str) -> None:
+    """Put each record in the group of its repo and branch whose range overlaps its own
+    (an existing one, or one made for records of this detection), narrowing the group's
+    range to the intersection."""
+    by_repo: defaultdict[str, list[Regression]] = defaultdict(list)
+    for record in records:
+        by_repo[record.series.repo].append(record)
+    for repo, mine in by_repo.items():
+        mine.sort(key=lambda r: r.first_bad_at)
+        oldest = min(r.last_good_at or r.first_bad_at for r in mine)
+        groups = list(AlertGroup.objects.select_for_update().filter(
+            repo=repo, branch=branch, first_bad_at__gt=oldest))
+        changed: set[int] = set()
+        for record in mine:
+            group = next((g for g in groups
+                          if g.overlaps(record.last_good_at, record.first_bad_at)), None)
+            if group is None:
+                group = AlertGroup.objects.create(
+                    repo=repo, branch=branch, first_bad_sha=record.first_bad_sha,
+                    first_bad_at=record.first_bad_at, last_good_sha=record.last_good_sha,
+                    last_good_at=record.last_good_at)
+                groups.append(group)
+            elif group.first_bad_at != record.first_bad_at or (
+                    group.last_good_at != record.last_good_at):
+                group.narrow(record)
+                changed.add(group.pk)
+            record.group = group
+        for group in groups:
+            if group.pk in changed:
+                group.save(update_fields=["first_bad_sha", "first_bad_at", "last_good_sha",
+                                          "last_good_at"])
+
+
 def _first_event(record: Regression) -> RegressionEvent:
     return RegressionEvent(regression=record, to_state=record.state,
                            note=f"raised by the {record.get_detector_display()}")
 
 
-def _refresh(record: Regression, found: Detection, kind: str) -> bool:
+def _refresh(record: Regression, found: Detection, kind: str, evidence: dict) -> bool:
     """Bring a current record up to date with a detection of the same change; True if it
     changed."""
     fresh = {"kind": kind, "baseline": found.before, "value": found.after,
-             "magnitude": found.magnitude, "confidence": found.confidence}
+             "magnitude": found.magnitude, "confidence": found.confidence,
+             "evidence": evidence}
     if all(getattr(record, name) == value for name, value in fresh.items()):
         return False
     for name, value in fresh.items():
         setattr(record, name, value)
     record.updated_at = timezone.now()  # bulk_update does not apply auto_now
     return True
+
+
+def accuracy_changes(series_ids: Iterable[int], branch: str) -> list[Regression]:
+    """Raise each series whose string result went from a pass (as the HUD counts passes)
+    to a failure on `branch`, once per such change; returns the new records."""
+    rows = (Result.objects.filter(series_id__in=list(series_ids), run__head_branch=branch,
+                                  string_values__isnull=False)
+            .exclude(series__metric=STATUS_METRIC)
+            .order_by("series_id", "-timestamp", "-id")
+            .values_list("series_id", "timestamp", "run_id", "string_values"))
+    latest: defaultdict[int, list[tuple]] = defaultdict(list)
+    for row in rows:
+        if len(latest[row[0]]) < ACCURACY_POINTS:
+            latest[row[0]].append(row)
+    found = []
+    for pk, points in latest.items():
+        points.reverse()
+        judged = [(at, run, _passes(values)) for _, at, run, values in points
+                  if _passes(values) is not None]
+        for (good_at, good_run, was), (bad_at, bad_run, now) in zip(judged, judged[1:],
+                                                                    strict=False):
+            if was and not now:
+                found.append(Regression(
+                    series_id=pk, branch=branch, detector=Detector.ACCURACY,
+                    kind=Regression.Kind.REGRESSION, direction=HIGHER, baseline=1.0,
+                    value=0.0, magnitude=-1.0, points_after=1, detected_at=bad_at,
+                    first_bad_run_id=bad_run, first_bad_at=bad_at,
+                    last_good_run_id=good_run, last_good_at=good_at))
+    return _new_only(found, branch)
+
+
+def _passes(values) -> bool | None:
+    """True for a pass, False for a failure, None for neither (skipped, empty)."""
+    value = str(values[0]) if isinstance(values, list) and values else str(values or "")
+    if value in NOT_JUDGED:
+        return None
+    return value in PASS_VALUES
+
+
+def missing_metrics(run: Run) -> list[Regression]:
+    """Raise each series the previous run of the same job (repo, branch, name, device,
+    arch) reported and `run` does not, where `run` still reports its benchmark."""
+    previous = (Run.objects.filter(repo=run.repo, head_branch=run.head_branch, name=run.name,
+                                   device=run.device, arch=run.arch,
+                                   timestamp__lt=run.timestamp)
+                .order_by("-timestamp", "-id").first())
+    if previous is None:
+        return []
+    now = dict(Result.objects.filter(run=run).values_list("series_id", "series__benchmark"))
+    before = dict(Result.objects.filter(run=previous)
+                  .values_list("series_id", "series__benchmark"))
+    benchmarks = set(now.values())
+    gone = [pk for pk, benchmark in before.items() if pk not in now and benchmark in benchmarks]
+    return _new_only([Regression(
+        series_id=pk, branch=run.head_branch, detector=Detector.MISSING,
+        kind=Regression.Kind.REGRESSION, baseline=1.0, value=0.0, magnitude=-1.0,
+        points_after=1, detected_at=run.timestamp, first_bad_run_id=run.pk,
+        first_bad_at=run.timestamp, last_good_run_id=previous.pk,
+        last_good_at=previous.timestamp) for pk in gone], run.head_branch)
+
+
+def _new_only(records: list[Regression], branch: str) -> list[Regression]:
+    """Those not recorded yet (one record per change), saved and grouped."""
+    if not records:
+        return []
+    keys = {(r.series_id, r.first_bad_at) for r in records}
+    known = set(Regression.objects.filter(
+        series_id__in={r.series_id for r in records}, detector=records[0].detector,
+        first_bad_at__in={r.first_bad_at for r in records})
+        .values_list("series_id", "first_bad_at"))
+    fresh = [r for r in records if (r.series_id, r.first_bad_at) in keys - known]
+    series = Series.objects.in_bulk({r.series_id for r in fresh})
+    for record in fresh:
+        record.series = series[record.series_id]
+    return _save(fresh, branch)
+
+
+def detect_runs(runs: Iterable[Run], settings: DetectionSettings | None = None,
+                chunk: int = 2000) -> list[Regression]:
+    """Detection after an upload: for each of its runs on a default branch of its repo,
+    the series it touched, their accuracy, and the metrics it stopped reporting."""
+    settings = settings or DetectionSettings.load()
+    created: list[Regression] = []
+    by_branch: defaultdict[tuple[str, str], set[int]] = defaultdict(set)
+    for run in runs:
+        if run.head_branch not in settings.branches_for(run.repo):
+            continue  # a pull request's or another branch's run: compared, never detected
+        by_branch[run.repo, run.head_branch].update(
+            Result.objects.filter(run=run).values_list("series_id", flat=True))
+        created += missing_metrics(run)
+    for (_, branch), series_ids in by_branch.items():
+        ids = sorted(series_ids)
+        for start in range(0, len(ids), chunk):
+            created += detect_series(ids[start : start + chunk], branch, settings)
+        created += accuracy_changes(ids, branch)
+    return created
+
+
+def detect_repo(repo: str, settings: DetectionSettings | None = None,
+                chunk: int = 1000) -> list[Regression]:
+    """Detection over the recent history of every series of a repo, on each default
+    branch (for results stored before detection was set up, or after changing settings)."""
+    settings = settings or DetectionSettings.load()
+    ids = list(Series.objects.filter(repo=repo).order_by("pk").values_list("pk", flat=True))
+    created: list[Regression] = []
+    for branch in settings.branches_for(repo):
+        for start in range(0, len(ids), chunk):
+            created += detect_series(ids[start : start + chunk], branch, settings)
+        created += accuracy_changes(ids, branch)
+    return created
+

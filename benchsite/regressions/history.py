@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 import psycopg
@@ -20,17 +20,21 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import RowNumber
 
 from benchsite.regressions.detect import points
-from benchsite.results.models import Result
+from benchsite.results.models import Result, Run
 
 LATEST_SQL = f"""
 SELECT s.id, r.timestamp, r.run_id, r.value, r.values, r.extra_info ->> 'unit'
 FROM unnest(%s::bigint[]) AS s(id)
 CROSS JOIN LATERAL (
-    SELECT timestamp, run_id, value, values, extra_info FROM {Result._meta.db_table}
-    WHERE series_id = s.id AND value IS NOT NULL
-    ORDER BY timestamp DESC LIMIT %s
+    SELECT res.timestamp, res.run_id, res.value, res.values, res.extra_info
+    FROM {Result._meta.db_table} res JOIN {Run._meta.db_table} run ON run.id = res.run_id
+    WHERE res.series_id = s.id AND res.value IS NOT NULL AND res.timestamp <= %s
+      AND run.head_branch = ANY(%s)
+    ORDER BY res.timestamp DESC LIMIT %s
 ) AS r
 """
+# No history reaches past this.
+FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -47,26 +51,32 @@ class History:
         return len(self.timestamps)
 
 
-def recent(series_ids: Iterable[int], points_wanted: int) -> dict[int, History]:
-    """The last `points_wanted` results of each series, by series id."""
+def recent(series_ids: Iterable[int], points_wanted: int, branches: Iterable[str],
+           until: datetime | None = None) -> dict[int, History]:
+    """The last `points_wanted` results of each series on these branches (one history:
+    a repo's default branches), up to `until` (inclusive; default: the newest), by series
+    id. Other branches' results are never points of it."""
     ids = sorted(set(series_ids))
-    if not ids:
+    branches = sorted(set(branches))
+    if not ids or not branches:
         return {}
     grouped: dict[int, list[tuple]] = {}
-    for row in _newest_first(ids, points_wanted):
+    for row in _newest_first(ids, points_wanted, branches, until or FAR_FUTURE):
         grouped.setdefault(row[0], []).append(row)
     return {series_id: _history(rows[::-1]) for series_id, rows in grouped.items()}
 
 
-def _newest_first(ids: list[int], points_wanted: int) -> Iterable[tuple]:
+def _newest_first(ids: list[int], points_wanted: int, branches: list[str],
+                  until: datetime) -> Iterable[tuple]:
     """(series id, timestamp, run id, value, values, unit), each series newest first."""
     if connection.vendor == "postgresql":  # 4-6x faster than the ORM path (see above)
         connection.ensure_connection()
         with psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(LATEST_SQL, [ids, points_wanted], binary=True)
+            cursor.execute(LATEST_SQL, [ids, until, branches, points_wanted], binary=True)
             return cursor.fetchall()
     return (
-        Result.objects.filter(series_id__in=ids, value__isnull=False)
+        Result.objects.filter(series_id__in=ids, value__isnull=False, timestamp__lte=until,
+                              run__head_branch__in=branches)
         .annotate(age=Window(RowNumber(), partition_by=[F("series_id")],
                              order_by=[F("timestamp").desc(), F("id").desc()]),
                   unit=KeyTextTransform("unit", "extra_info"))

@@ -9,28 +9,20 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from benchsite.regressions.detection import detect_series
-from benchsite.regressions.models import DetectionSettings
+from benchsite.regressions.detection import detect_runs
 from benchsite.regressions.notify import notify_regressions, notify_silences
 from benchsite.regressions.silence import check_stopped_reporting
-from benchsite.results.models import Result
+from benchsite.results.models import Run
 
 RETRY = {"autoretry_for": (OperationalError, InterfaceError), "retry_backoff": True,
          "max_retries": 3, "acks_late": True}
 
 
-CHUNK = 2000  # series read and detected together
-
-
 @shared_task(**RETRY)
 def detect_upload(upload_id: int) -> int:
-    """Re-run detection on the series an upload touched; returns the regressions raised."""
-    series_ids = sorted(set(Result.objects.filter(upload_id=upload_id)
-                            .values_list("series_id", flat=True).distinct()))
-    settings = DetectionSettings.load()
-    created = []
-    for start in range(0, len(series_ids), CHUNK):
-        created += detect_series(series_ids[start : start + CHUNK], settings)
+    """Re-run detection on the series an upload touched, where its runs are on a default
+    branch of their repo; returns the regressions raised."""
+    created = detect_runs(Run.objects.filter(upload_id=upload_id).order_by("timestamp"))
     notify_regressions(created)
     return len(created)
 

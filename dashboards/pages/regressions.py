@@ -87,7 +87,8 @@ def _hud_status(regression: Regression) -> str | None:
     if not regression.direction:
         return None
     settings = DetectionSettings.load()
-    history = recent([regression.series_id], settings.history_points).get(regression.series_id)
+    history = recent([regression.series_id], settings.history_points,
+                     [regression.branch]).get(regression.series_id)
     if history is None:
         return hud_policy.INSUFFICIENT
     params = settings.hud_params(regression.series.metric, regression.series.benchmark)

@@ -1,17 +1,18 @@
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from benchsite.regressions.detection import detect_series
+from benchsite.regressions.detection import detect_repo
 from benchsite.regressions.models import DetectionSettings
 from benchsite.regressions.notify import notify_regressions
 from benchsite.results.models import Series
 
 
 class Command(BaseCommand):
-    help = ("Run regression detection on the recent history of every series (or a repo's): "
-            "for results stored before detection was set up, or after changing its settings. "
-            "Changes already recorded are matched, not raised again.")
+    help = ("Run regression detection on the recent history of every series (or a repo's) on "
+            "its repo's default branches: for results stored before detection was set up, or "
+            "after changing its settings. Changes already recorded are matched, not raised "
+            "again.")
 
     def add_arguments(self, parser):
         parser.add_argument("--repo", help="only this repo's series")
@@ -20,17 +21,17 @@ class Command(BaseCommand):
                             help="notify the targets of new regressions (default: do not)")
 
     def handle(self, *args, repo, chunk, notify, **options):
-        series = Series.objects.order_by("pk")
-        if repo:
-            series = series.filter(repo=repo)
-        ids = list(series.values_list("pk", flat=True))
+        repos = [repo] if repo else list(
+            Series.objects.order_by("repo").values_list("repo", flat=True).distinct())
+        if repo and repo not in repos or not Series.objects.filter(repo__in=repos).exists():
+            raise CommandError(f"no series of repo {repo!r}" if repo else "no series stored")
         settings = DetectionSettings.load()
         started = time.perf_counter()
-        created = 0
-        for start in range(0, len(ids), chunk):
-            found = detect_series(ids[start : start + chunk], settings)
-            if notify:
-                notify_regressions(found)
-            created += len(found)
-        self.stdout.write(f"{len(ids)} series: {created} new regressions "
-                          f"({time.perf_counter() - started:.1f} s)")
+        found = []
+        for name in repos:
+            found += detect_repo(name, settings, chunk)
+        if notify:
+            notify_regressions(found)
+        groups = len({r.group_id for r in found})
+        self.stdout.write(f"{len(repos)} repo(s): {len(found)} new regressions in {groups} "
+                          f"groups ({time.perf_counter() - started:.1f} s)")
