@@ -1,9 +1,18 @@
 """CI gate: `python -m runner gate --server URL --repo R --base SHA --head SHA`.
 
-Asks the results server to compare two commits (`GET /api/v3/compare`), prints a markdown
-summary for a pull-request comment (regressions and improvements, counts, a link to the
-comparison page) and exits 1 when a series has a failing status (`--fail-on`, default
-"regressed"), 0 otherwise, 2 on usage or connection errors. Plain HTTP (urllib), no Django.
+Asks the results server to compare two commits (`GET /api/v3/compare`: each series judged
+against its own history on the repo's default branch), prints a markdown summary for a
+pull-request comment (regressions and improvements with the rule that decided, counts, a
+link to the comparison page) and exits with:
+
+  0  pass: no series in a failing state (`--fail-on`, default "regression")
+  1  regressions: some series are in a failing state
+  2  usage or connection error (bad options, unreachable server, refused request)
+  3  cannot compare: unknown repo, unknown, too short or ambiguous sha, or no series with
+     results at both commits (the markdown says which): a gate that cannot judge never
+     passes
+
+Plain HTTP (urllib), no Django.
 """
 
 from __future__ import annotations
@@ -16,14 +25,21 @@ import urllib.parse
 import urllib.request
 
 FILTERS = ("benchmark", "model", "backend", "mode", "dtype", "device", "arch", "metric")
-STATUSES = ("regressed", "improved", "changed", "missing_in_base", "missing_in_head",
-            "unchanged")
+# The server's states (benchsite.regressions.detect.judge.STATES), in report order.
+STATES = ("regression", "improvement", "changed", "noisy", "insufficient_data", "new",
+          "missing", "unchanged")
+PASS, FAIL, ERROR, CANNOT_COMPARE = 0, 1, 2, 3
+NO_COMMON = "no common results"
 MAX_ROWS = 30  # per table in the summary
 TIMEOUT_S = 120
 
 
 class GateError(Exception):
     """The comparison could not be had: a refused request or an unreachable server."""
+
+
+class CannotCompare(GateError):
+    """The server answered that these commits cannot be compared."""
 
 
 def fetch_comparison(server: str, repo: str, base: str, head: str,
@@ -36,6 +52,12 @@ def fetch_comparison(server: str, repo: str, base: str, head: str,
             return json.loads(response.read())
     except urllib.error.HTTPError as error:
         detail = error.read().decode("utf-8", "replace")
+        try:
+            answer = json.loads(detail)
+        except json.JSONDecodeError:
+            answer = {}
+        if isinstance(answer, dict) and answer.get("cannot_compare"):
+            raise CannotCompare("; ".join(answer.get("errors") or [detail])) from None
         raise GateError(f"{url}: HTTP {error.code}: {detail}") from None
     except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
         raise GateError(f"{url}: {getattr(error, 'reason', error)}") from None
@@ -53,12 +75,18 @@ def markdown(comparison: dict, server: str) -> str:
         f"### Benchmarks: `{_code(base[:10])}` → `{_code(head[:10])}` ({_text(repo)})",
         "",
         f"**Verdict: {comparison['verdict']}** — "
-        + ", ".join(f"{counts.get(status, 0)} {status.replace('_', ' ')}" for status in STATUSES),
+        + ", ".join(f"{counts.get(state, 0)} {state.replace('_', ' ')}" for state in STATES),
+        "",
+        f"Each series is judged against its history on "
+        f"{', '.join(f'`{_code(b)}`' for b in comparison.get('branches', []))}: "
+        "its change must pass the metric's tolerance and its noise.",
         "",
     ]
-    for status, title in (("regressed", "Regressions"), ("improved", "Improvements"),
-                          ("changed", "Changes (direction unknown)")):
-        rows = [row for row in comparison["rows"] if row["status"] == status]
+    if comparison["verdict"] == NO_COMMON:
+        lines += ["**Cannot compare:** no series has results at both commits.", ""]
+    for state, title in (("regression", "Regressions"), ("improvement", "Improvements"),
+                         ("changed", "Changes (direction unknown)")):
+        rows = [row for row in comparison["rows"] if row["state"] == state]
         if rows:
             lines += [f"#### {title}", "", *_table(rows[:MAX_ROWS])]
             if len(rows) > MAX_ROWS:
@@ -69,14 +97,13 @@ def markdown(comparison: dict, server: str) -> str:
 
 
 def _table(rows: list[dict]) -> list[str]:
-    lines = ["| Benchmark | Model | Metric | Device | Base | Head | Change | p |",
-             "|---|---|---|---|---:|---:|---:|---:|"]
+    lines = ["| Benchmark | Model | Metric | Device | Base | Head | Change | Why |",
+             "|---|---|---|---|---:|---:|---:|---|"]
     for row in rows:
         change = "" if row["change"] is None else f"{row['change'] * 100:+.1f} %"
-        p_value = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
         cells = [_text(row["benchmark"]), _text(row["model"]), _text(row["metric"]),
                  _text(row["arch"] or row["device"]), f"{row['base']:.4g}",
-                 f"{row['head']:.4g}", change, p_value]
+                 f"{row['head']:.4g}", change, _text(row["rule"])]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -96,24 +123,25 @@ def _code(value: str) -> str:
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "gate", help="fail CI when benchmarks regressed between two commits",
-        description=__doc__.split("\n\n")[1])
+        description=__doc__.split("\n\n", 1)[1].rsplit("\n\n", 1)[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--server", required=True, help="base URL, e.g. https://bench.example")
     parser.add_argument("--repo", required=True, help="owner/name")
     parser.add_argument("--base", required=True, metavar="SHA")
     parser.add_argument("--head", required=True, metavar="SHA")
-    parser.add_argument("--fail-on", default="regressed", type=_statuses,
-                        help=f"comma-separated statuses that fail: {', '.join(STATUSES)} "
-                        "(default: regressed)")
+    parser.add_argument("--fail-on", default="regression", type=_states,
+                        help=f"comma-separated states that fail: {', '.join(STATES)} "
+                        "(default: regression)")
     for name in FILTERS:
         parser.add_argument(f"--{name}", help=f"only this {name} (exact)")
     parser.set_defaults(func=run)
 
 
-def _statuses(text: str) -> set[str]:
+def _states(text: str) -> set[str]:
     wanted = {part.strip() for part in text.split(",") if part.strip()}
-    unknown = sorted(wanted - set(STATUSES))
+    unknown = sorted(wanted - set(STATES))
     if unknown or not wanted:
-        raise argparse.ArgumentTypeError(f"unknown status(es) {unknown}: use {', '.join(STATUSES)}")
+        raise argparse.ArgumentTypeError(f"unknown state(s) {unknown}: use {', '.join(STATES)}")
     return wanted
 
 
@@ -121,9 +149,16 @@ def run(args: argparse.Namespace) -> int:
     filters = {name: getattr(args, name) for name in FILTERS}
     try:
         comparison = fetch_comparison(args.server, args.repo, args.base, args.head, filters)
+    except CannotCompare as error:
+        print(f"### Benchmarks: cannot compare ({_text(args.repo)})\n\n{_text(str(error))}")
+        print(f"error: cannot compare: {error}", file=sys.stderr)
+        return CANNOT_COMPARE
     except GateError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return ERROR
     print(markdown(comparison, args.server), end="")
-    failing = sum(comparison["counts"].get(status, 0) for status in args.fail_on)
-    return 1 if failing else 0
+    if comparison["verdict"] == NO_COMMON:
+        print("error: cannot compare: no series has results at both commits", file=sys.stderr)
+        return CANNOT_COMPARE
+    failing = sum(comparison["counts"].get(state, 0) for state in args.fail_on)
+    return FAIL if failing else PASS

@@ -8,7 +8,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchsite.regressions.compare import FILTERS, STATUSES, compare_commits
+from benchsite.regressions.compare import FILTERS, CannotCompare, compare_commits
+from benchsite.regressions.detect.judge import STATES
 
 REQUIRED = ("repo", "base", "head")
 
@@ -32,16 +33,26 @@ class RowSerializer(serializers.Serializer):
     base_count = serializers.IntegerField()
     head_count = serializers.IntegerField()
     change = serializers.FloatField(allow_null=True, help_text="head / base - 1")
-    p_value = serializers.FloatField(allow_null=True, help_text="Mann-Whitney U")
-    status = serializers.ChoiceField(STATUSES)
+    level = serializers.FloatField(
+        allow_null=True, help_text="the default branch's level up to the base (median)")
+    noise = serializers.FloatField(
+        allow_null=True, help_text="relative noise of one point in that history")
+    history = serializers.IntegerField(help_text="history points judged with")
+    p_value = serializers.FloatField(
+        allow_null=True, help_text="the head against the level, in noise units")
+    mw_p_value = serializers.FloatField(allow_null=True, help_text="Mann-Whitney U")
+    state = serializers.ChoiceField(STATES)
+    rule = serializers.CharField(help_text="which rule decided the state")
 
 
 class ComparisonSerializer(serializers.Serializer):
     repo = serializers.CharField()
     base = serializers.CharField()
     head = serializers.CharField()
+    branches = serializers.ListField(child=serializers.CharField(),
+                                     help_text="the default branches the history is from")
     verdict = serializers.CharField(
-        help_text="regressed, improved, unchanged, or 'no common results'")
+        help_text="regression, improvement, unchanged, or 'no common results'")
     counts = serializers.DictField(child=serializers.IntegerField())
     rows = RowSerializer(many=True)
 
@@ -50,14 +61,19 @@ class Compare(APIView):
     @extend_schema(
         summary="Compare two commits",
         description="Every series with results at either commit: base and head values, "
-        "relative change, direction, significance (Mann-Whitney U where both have 4+ "
-        "repetitions) and status; an overall verdict and counts. CI's gate "
-        "(`python -m runner gate`) fails a pull request on `regressed`.",
+        "relative change, and its state judged against the series' own history on the "
+        "repo's default branch (tolerance, noise, Mann-Whitney U where both have 4+ "
+        "repetitions) with the rule that decided; an overall verdict and counts. A unique "
+        "prefix (7+ characters) of a stored sha names it. 404 with `cannot_compare` "
+        "(unknown_repo, unknown_sha, short_sha, ambiguous_sha) when the commits cannot be "
+        "compared. CI's gate (`python -m runner gate`) fails a pull request on "
+        "`regression`.",
         parameters=[OpenApiParameter(name, OpenApiTypes.STR, required=True)
                     for name in REQUIRED]
         + [OpenApiParameter(name, OpenApiTypes.STR, description="exact match")
            for name in FILTERS],
-        responses={200: ComparisonSerializer, 400: OpenApiTypes.OBJECT},
+        responses={200: ComparisonSerializer, 400: OpenApiTypes.OBJECT,
+                   404: OpenApiTypes.OBJECT},
     )
     def get(self, request):
         params = request.query_params
@@ -67,5 +83,10 @@ class Compare(APIView):
         if errors:
             return Response({"errors": errors}, status=400)
         filters = {name: params[name] for name in FILTERS if params.get(name)}
-        comparison = compare_commits(params["repo"], params["base"], params["head"], **filters)
+        try:
+            comparison = compare_commits(params["repo"], params["base"], params["head"],
+                                         **filters)
+        except CannotCompare as error:
+            return Response({"errors": [str(error)], "cannot_compare": error.reason},
+                            status=404)
         return Response(comparison.as_dict())

@@ -1,34 +1,55 @@
-"""Comparing the results of two commits of a repo, series by series.
+"""Comparing the results of two commits of a repo, series by series, each judged against
+its own history on the repo's default branch (`detect.judge`).
 
-`compare_commits(repo, base_sha, head_sha, **filters) -> Comparison` reads the results of
-both commits with one query (joined with their series). Each series' value at a commit is
-the median of all repetitions of all its results there. A series changed when its relative
-change passes its tolerance (metric thresholds of DetectionSettings, else the default) and,
-where both commits have 4+ repetitions, a Mann-Whitney U test agrees (p below the compare
-significance level); its status then follows the metric's better direction.
+`compare_commits(repo, base, head, **filters) -> Comparison` resolves the commits (a unique
+prefix of a stored sha is enough), reads the results of both with one query (joined with
+their series) and the default-branch history of those series up to the base commit with
+another. A series' value at a commit is the median of all repetitions of all its results
+there. Raises `CannotCompare` for an unknown repo, an unknown or ambiguous commit.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass
 from statistics import median
 from typing import NamedTuple
 
+from django.db.models import Max
 from django.db.models.fields.json import KeyTextTransform
-from scipy.stats import mannwhitneyu
 
-from benchsite.regressions.models import DetectionSettings, MetricDirection
-from benchsite.results.models import Result
-from runner.contract.directions import HIGHER
+from benchsite.regressions.detect import judge
+from benchsite.regressions.detect.judge import (
+    IMPROVEMENT,
+    REGRESSION,
+    STATES,
+    Rules,
+    Verdict,
+)
+from benchsite.regressions.history import recent
+from benchsite.regressions.models import (
+    DetectionSettings,
+    Detector,
+    MetricDirection,
+    Regression,
+)
+from benchsite.results.models import Result, Run
 
 FILTERS = ("benchmark", "model", "backend", "mode", "dtype", "device", "arch", "metric")
-REGRESSED, IMPROVED, CHANGED, UNCHANGED = "regressed", "improved", "changed", "unchanged"
-MISSING_IN_BASE, MISSING_IN_HEAD = "missing_in_base", "missing_in_head"
-STATUSES = (REGRESSED, IMPROVED, CHANGED, MISSING_IN_BASE, MISSING_IN_HEAD, UNCHANGED)
 NO_COMMON = "no common results"
-MIN_REPETITIONS = 4  # per side, for the significance test (LNT's rule)
+UNCHANGED = judge.UNCHANGED
+MIN_PREFIX = 7  # characters of a sha a prefix needs (git's short sha)
+
+
+class CannotCompare(Exception):
+    """The comparison cannot be made: `reason` is "unknown_repo", "unknown_sha",
+    "ambiguous_sha" or "short_sha"; the message says which and what is known."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -51,8 +72,13 @@ class Row:
     base_count: int  # repetitions
     head_count: int
     change: float | None  # head / base - 1
-    p_value: float | None  # Mann-Whitney U (two-sided), when both have 4+ repetitions
-    status: str  # one of STATUSES ("changed": past the tolerance, direction unknown)
+    level: float | None  # the default branch's level up to the base (history median)
+    noise: float | None  # relative noise of one point in that history
+    history: int  # history points it was judged with
+    p_value: float | None  # of the head against the level, in noise units
+    mw_p_value: float | None  # Mann-Whitney U (two-sided), with 4+ repetitions a side
+    state: str  # one of judge.STATES
+    rule: str  # which rule decided
 
 
 @dataclass(frozen=True)
@@ -60,69 +86,138 @@ class Comparison:
     repo: str
     base_sha: str
     head_sha: str
-    rows: list[Row]  # regressed first (largest first), then improved, changed, missing, same
+    branches: list[str]  # the history's
+    rows: list[Row]  # by state (regressions first, largest first), then the others
 
     @property
     def counts(self) -> dict[str, int]:
-        found = Counter(row.status for row in self.rows)
-        return {status: found.get(status, 0) for status in STATUSES}
+        found = Counter(row.state for row in self.rows)
+        return {state: found.get(state, 0) for state in STATES}
 
     @property
     def verdict(self) -> str:
-        """"regressed" if any series regressed, else "improved" if any improved, else
+        """"regression" if any series regressed, else "improvement" if any improved, else
         "unchanged"; "no common results" when no series has results at both commits."""
         counts = self.counts
-        if counts[REGRESSED]:
-            return REGRESSED
+        if counts[REGRESSION]:
+            return REGRESSION
         if not any(row.base is not None and row.head is not None for row in self.rows):
             return NO_COMMON
-        return IMPROVED if counts[IMPROVED] else UNCHANGED
+        return IMPROVEMENT if counts[IMPROVEMENT] else UNCHANGED
 
     def as_dict(self) -> dict:
         return {"repo": self.repo, "base": self.base_sha, "head": self.head_sha,
-                "verdict": self.verdict, "counts": self.counts,
+                "branches": self.branches, "verdict": self.verdict, "counts": self.counts,
                 "rows": [asdict(row) for row in self.rows]}
+
+
+def resolve(repo: str, sha: str) -> str:
+    """The stored sha of `repo` that `sha` names: itself, or the one sha it is a prefix of
+    (at least MIN_PREFIX characters). Raises CannotCompare naming what is known."""
+    runs = Run.objects.filter(repo=repo)
+    if not runs.exists():
+        known = sorted(set(Run.objects.values_list("repo", flat=True).distinct()))
+        near = difflib.get_close_matches(repo, known, n=3)
+        raise CannotCompare("unknown_repo", f"repo {repo!r}: no results stored"
+                            + (f"; did you mean {', '.join(near)}?" if near else
+                               f"; known: {', '.join(known[:10]) or 'none'}"))
+    if runs.filter(head_sha=sha).exists():
+        return sha
+    if len(sha) < MIN_PREFIX:
+        raise CannotCompare("short_sha", f"commit {sha!r}: not a stored sha of {repo}, and "
+                            f"too short for a prefix (needs {MIN_PREFIX}+ characters)")
+    found = sorted(set(runs.filter(head_sha__startswith=sha)
+                       .values_list("head_sha", flat=True)[:100]))
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise CannotCompare("ambiguous_sha", f"commit {sha!r} is a prefix of "
+                            f"{len(found)} commits of {repo}: {', '.join(found[:5])}")
+    raise CannotCompare("unknown_sha", f"commit {sha!r}: no results of {repo} at it")
 
 
 def compare_commits(repo: str, base_sha: str, head_sha: str, *,
                     settings: DetectionSettings | None = None,
                     **filters: str) -> Comparison:
     """Every series with results at either commit (narrowed by exact `filters` on series
-    fields: benchmark, model, backend, mode, dtype, device, arch, metric), with its change
-    and status, and a verdict. Raises ValueError for an unknown filter."""
+    fields: benchmark, model, backend, mode, dtype, device, arch, metric), with its change,
+    its state and the rule that decided, and a verdict. Raises ValueError for an unknown
+    filter, CannotCompare for an unknown repo or commit."""
     unknown = sorted(set(filters) - set(FILTERS))
     if unknown:
         raise ValueError(f"unknown filter(s) {unknown}: use {list(FILTERS)}")
+    base_sha, head_sha = resolve(repo, base_sha), resolve(repo, head_sha)
     settings = settings or DetectionSettings.load()
+    branches = settings.branches_for(repo)
     series_fields = [f"series__{name}" for name in FILTERS]
     rows = (Result.objects
             .filter(run__repo=repo, run__head_sha__in=[base_sha, head_sha], value__isnull=False,
                     **{f"series__{name}": value for name, value in filters.items() if value})
-            .annotate(unit=KeyTextTransform("unit", "extra_info"))
-            .values_list("series_id", "run__head_sha", "value", "values", "unit",
-                         *series_fields))
+            .annotate(unit=KeyTextTransform("unit", "extra_info"),
+                      unstable=KeyTextTransform("unstable", "extra_info"))
+            .values_list("series_id", "run__head_sha", "run_id", "value", "values", "unit",
+                         "unstable", *series_fields))
     samples: dict[tuple[int, str], list[float]] = {}
     series: dict[int, _Series] = {}
     units: dict[int, str] = {}
-    for series_id, sha, value, values, unit, *fields in rows:
+    unstable: set[int] = set()
+    head_runs: set[int] = set()
+    for series_id, sha, run_id, value, values, unit, shaky, *fields in rows:
         finite = [v for v in (values or [value]) if math.isfinite(v)]
         samples.setdefault((series_id, sha), []).extend(finite)
+        if shaky in (True, "true", "True"):
+            unstable.add(series_id)
+        if sha == head_sha and head_sha != base_sha:
+            head_runs.add(run_id)
         if series_id not in series:
             series[series_id] = _Series(series_id, *fields)
             units[series_id] = unit or ""
+    histories = _histories(repo, base_sha, list(series), branches, head_runs, settings)
     directions = MetricDirection.resolve(list(series.values()), units)
     tolerances: dict[tuple[str, str], float] = {}
-    compared = []
+    verdicts: list[tuple[_Series, Verdict, list[float], list[float], int]] = []
     for pk, item in series.items():
         key = (item.metric, item.benchmark)
         if key not in tolerances:
             tolerances[key] = settings.tolerance(*key)
-        compared.append(_row(item, directions[pk], tolerances[key],
-                             samples.get((pk, base_sha), []), samples.get((pk, head_sha), []),
-                             settings.compare_significance))
-    order = {status: position for position, status in enumerate(STATUSES)}
-    compared.sort(key=lambda row: (order[row.status], -abs(row.change or 0), row.series_id))
-    return Comparison(repo, base_sha, head_sha, compared)
+        rules = Rules(tolerance=tolerances[key], min_history=settings.min_history,
+                      alpha=settings.compare_significance)
+        base, head = samples.get((pk, base_sha), []), samples.get((pk, head_sha), [])
+        history, start = histories.get(pk, ([], 0))
+        verdicts.append((item, judge.judge(base, head, history, directions[pk], rules,
+                                           pk in unstable, start), base, head, len(history)))
+    held = judge.control([verdict for _, verdict, *_ in verdicts], Rules.fdr)
+    compared = [_row(item, directions[item.pk], tolerances[item.metric, item.benchmark],
+                     verdict, base, head, points)
+                for (item, _, base, head, points), verdict in zip(verdicts, held, strict=True)]
+    order = {state: position for position, state in enumerate(STATES)}
+    compared.sort(key=lambda row: (order[row.state], -abs(row.change or 0), row.series_id))
+    return Comparison(repo, base_sha, head_sha, branches, compared)
+
+
+def _histories(repo: str, base_sha: str, series_ids: list[int], branches: list[str],
+               head_runs: set[int], settings: DetectionSettings
+               ) -> dict[int, tuple[list[float], int]]:
+    """Each series' point values on the default branches up to the base commit (the head's
+    own runs left out, should the head be older), and where its latest recorded change
+    starts in them."""
+    until = Run.objects.of_commit(repo, base_sha).aggregate(Max("timestamp"))["timestamp__max"]
+    if until is None:
+        return {}
+    found = recent(series_ids, settings.lookback_points, branches, until)
+    changed = dict(Regression.objects.filter(
+        series_id__in=list(found), branch__in=branches, detector=Detector.CHANGEPOINT,
+        first_bad_at__lte=until).exclude(state=Regression.State.FALSE_POSITIVE)
+        .values("series_id").annotate(latest=Max("first_bad_at"))
+        .values_list("series_id", "latest"))
+    histories = {}
+    for pk, history in found.items():
+        points = [(at, value) for at, run, value in zip(
+            history.timestamps, history.run_ids, history.values, strict=True)
+            if run not in head_runs]
+        start = sum(1 for at, _ in points if pk in changed and at < changed[pk])
+        histories[pk] = ([value for _, value in points], start)
+    return histories
 
 
 class _Series(NamedTuple):
@@ -139,34 +234,16 @@ class _Series(NamedTuple):
     metric: str
 
 
-def _row(series: _Series, direction: str | None, tolerance: float, base: list[float],
-         head: list[float], alpha: float) -> Row:
+def _row(series: _Series, direction: str | None, tolerance: float, verdict: Verdict,
+         base: list[float], head: list[float], points: int) -> Row:
     base_value = median(base) if base else None
     head_value = median(head) if head else None
-    change = p_value = None
-    if base_value is None:
-        status = MISSING_IN_BASE
-    elif head_value is None:
-        status = MISSING_IN_HEAD
-    else:
-        if base_value:
-            change = head_value / base_value - 1
-        if min(len(base), len(head)) >= MIN_REPETITIONS:
-            p_value = float(mannwhitneyu(base, head, alternative="two-sided").pvalue)
-            p_value = None if math.isnan(p_value) else p_value
-        status = _status(base_value, head_value, change, p_value, direction, tolerance, alpha)
+    change = None
+    if base_value and head_value is not None:
+        change = head_value / base_value - 1
     return Row(series_id=series.pk, **{name: getattr(series, name) for name in FILTERS},
                direction=direction, tolerance=tolerance, base=base_value, head=head_value,
-               base_count=len(base), head_count=len(head), change=change, p_value=p_value,
-               status=status)
-
-
-def _status(base: float, head: float, change: float | None, p_value: float | None,
-            direction: str | None, tolerance: float, alpha: float) -> str:
-    # From 0 (a failure recorded as 0), any move is past the tolerance.
-    beyond = abs(change) > tolerance if change is not None else head != base
-    if not beyond or (p_value is not None and p_value >= alpha):
-        return UNCHANGED
-    if direction is None:
-        return CHANGED
-    return IMPROVED if (head > base) == (direction == HIGHER) else REGRESSED
+               base_count=len(base), head_count=len(head), change=change,
+               level=verdict.level, noise=verdict.noise, history=points,
+               p_value=verdict.p_value, mw_p_value=verdict.mw_p_value, state=verdict.state,
+               rule=verdict.rule)

@@ -9,7 +9,8 @@ from django.http import Http404
 from django.urls import reverse
 
 from benchsite.caching import ProcessCache
-from benchsite.regressions.compare import IMPROVED, REGRESSED, STATUSES, compare_commits
+from benchsite.regressions.compare import CannotCompare, compare_commits, resolve
+from benchsite.regressions.detect.judge import IMPROVEMENT, NOISY, REGRESSION, STATES
 from benchsite.results.models import Run
 from dashboards import charts
 from dashboards.pages.common import geomean, page_url, repos_and_benchmarks
@@ -17,7 +18,7 @@ from dashboards.pages.runs import links
 from dashboards.render import HTML_ROWS, Page, Table
 from dashboards.state import State
 
-CLASSES = {REGRESSED: "worse", IMPROVED: "better"}
+CLASSES = {REGRESSION: "worse", IMPROVEMENT: "better", NOISY: "noise"}
 CACHE_SECONDS = 600  # threshold changes in the admin show within this
 # This process's recent comparisons, kept as objects: Django's local-memory cache pickles,
 # and unpickling a whole-repo comparison took ~80 ms of each request.
@@ -28,6 +29,10 @@ TOP = 30
 def build(state: State, base: str, head: str) -> Page:
     repos, _ = repos_and_benchmarks()
     repo = state.choice("repo", repos, default="pytorch/ao")
+    try:
+        base, head = resolve(repo, base), resolve(repo, head)
+    except CannotCompare as error:
+        raise Http404(str(error)) from None
     runs = {sha: list(Run.objects.of_commit(repo, sha).order_by("timestamp"))
             for sha in (base, head)}
     if not runs[base] and not runs[head]:
@@ -40,72 +45,75 @@ def build(state: State, base: str, head: str) -> Page:
     options = {name: sorted({getattr(row, name) for row in comparison.rows})
                for name in ("benchmark", "metric", "arch")}
     chosen = {name: state.choice(name, ["", *options[name]], default="") for name in options}
-    status = state.choice("status", ["", *STATUSES], default="")
+    status = state.choice("status", ["", *STATES], default="")
     rows = [row for row in comparison.rows
             if all(not value or getattr(row, name) == value for name, value in chosen.items())]
     return Page(
         title=f"Compare {base[:10]}...{head[:10]}",
         filters={"repo": repo, "base": base, "head": head, **chosen, "status": status,
-                 "verdict": comparison.verdict, "counts": comparison.counts},
+                 "verdict": comparison.verdict, "counts": comparison.counts,
+                 "branches": comparison.branches},
         tables=[_groups(state, rows, repo, base, head),
-                _details(rows if not status else [r for r in rows if r.status == status],
+                _details(rows if not status else [r for r in rows if r.state == status],
                          repo, base, head)],
         figures=[_top_changes(rows)] if any(r.change is not None for r in rows) else [],
         context={"comparison": comparison, "runs": runs, "options": options,
-                 "chosen": chosen, "statuses": STATUSES, "status": status, "repos": repos,
+                 "chosen": chosen, "statuses": STATES, "status": status, "repos": repos,
                  "base_links": [links(run) for run in runs[base]][:1],
                  "head_links": [links(run) for run in runs[head]][:1]},
     )
 
 
 def _groups(state, rows, repo, base, head) -> Table:
-    """Per benchmark, metric and device: counts by status, and the geomean of head/base over
+    """Per benchmark, metric and device: counts by state, and the geomean of head/base over
     the series both commits have (with how many)."""
     groups: dict[tuple, list] = defaultdict(list)
     for row in rows:
         groups[(row.benchmark, row.metric, row.arch or row.device)].append(row)
     table = Table("summary", ["benchmark", "metric", "device", "geomean head/base", "common",
-                              *STATUSES], [])
+                              *STATES], [])
     for (benchmark, metric, device), members in sorted(groups.items()):
         both = [row.head / row.base for row in members
                 if row.base and row.head is not None and row.base > 0]
-        counts = {status: sum(1 for row in members if row.status == status)
-                  for status in STATUSES}
+        counts = {status: sum(1 for row in members if row.state == status)
+                  for status in STATES}
         table.rows.append([benchmark, metric, device, geomean(both), len(both),
                            *counts.values()])
         drill = {"repo": repo, "benchmark": benchmark, "metric": metric}
         table.links.append({
             5 + offset: page_url("dashboards:compare", base, head, **drill, status=status)
-            for offset, status in enumerate(STATUSES) if counts[status]
+            for offset, status in enumerate(STATES) if counts[status]
         } | {0: page_url("dashboards:compare", base, head, **drill)})
-        table.classes.append({5: "worse" if counts[REGRESSED] else "",
-                              6: "better" if counts[IMPROVED] else ""})
+        table.classes.append({5: "worse" if counts[REGRESSION] else "",
+                              6: "better" if counts[IMPROVEMENT] else ""})
     return table
 
 
 def _details(rows, repo, base, head) -> Table:
     explorer = reverse("dashboards:explorer")
     table = Table("series", ["benchmark", "model", "backend", "mode", "dtype", "device",
-                             "metric", "base", "head", "change %", "p-value", "status"], [])
+                             "metric", "base", "head", "change %", "noise %", "state",
+                             "why"], [])
     for number, row in enumerate(rows):
         table.rows.append([row.benchmark, row.model, row.backend, row.mode, row.dtype,
                            row.arch or row.device, row.metric, row.base, row.head,
                            None if row.change is None else round(100 * row.change, 2),
-                           row.p_value, row.status.replace("_", " ")])
+                           None if row.noise is None else round(100 * row.noise, 2),
+                           row.state.replace("_", " "), row.rule])
         if number < HTML_ROWS:  # links and colours only for the rows the page shows
             table.links.append({1: page_url(explorer, repo=repo,
                                             benchmark=row.benchmark, model=row.model,
                                             metric=row.metric, arch=row.arch, range="90d")})
-            table.classes.append({9: CLASSES.get(row.status, ""),
-                                  11: CLASSES.get(row.status, "")})
+            table.classes.append({9: CLASSES.get(row.state, ""),
+                                  11: CLASSES.get(row.state, "")})
     return table
 
 
 def _top_changes(rows) -> dict:
     changed = sorted((r for r in rows if r.change is not None),
                      key=lambda r: -abs(r.change))[:TOP]
-    colours = [charts.RED if r.status == REGRESSED else charts.GREEN
-               if r.status == IMPROVED else charts.GREY for r in changed]
+    colours = [charts.RED if r.state == REGRESSION else charts.GREEN
+               if r.state == IMPROVEMENT else charts.GREY for r in changed]
     labels = [charts.esc(f"{r.model} · {r.metric} · {r.arch or r.device}") for r in changed]
     figure = {"data": [{"type": "bar", "orientation": "h", "y": labels,
                         "x": [round(100 * r.change, 2) for r in changed],

@@ -48,7 +48,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='detectionsettings',
             name='lookback_points',
-            field=models.PositiveIntegerField(default=30, help_text="commit comparison: default-branch points up to the base commit that give a series' level and noise"),
+            field=models.PositiveIntegerField(default=60, help_text="commit comparison: default-branch points up to the base commit that give a series' level and noise"),
         ),
         migrations.AddField(
             model_name='detectionsettings',

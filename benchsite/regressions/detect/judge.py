@@ -1,0 +1,172 @@
+"""Judging a series' change between two commits against the series' own history.
+
+A series changed between a base and a head commit when all of these hold:
+
+- the change is past the metric's tolerance (the head against the series' level: the
+  median of its last points on the default branch up to the base commit, which is steadier
+  than the base's single point);
+- it is significant against the series' noise: the standard deviation of the history's
+  point-to-point log differences gives the noise of one point (clipped at 3 MADs; the
+  level is the median of the points since the series' latest recorded change, so an old
+  level is not the reference), and the head's distance
+  from the level in those units gives a p-value; across one comparison's series these are
+  held to a false discovery rate (Benjamini-Hochberg, `control`), so comparing 700 series
+  does not raise the handful a 3-sigma rule would raise by chance;
+- where both commits have 4+ repetitions, a Mann-Whitney U test of them agrees;
+- where the base itself is already off the level (by 3+ noise units) with the head on the
+  same side, the series moved at or before the base (a change detection has not recorded
+  yet): the base is then the level, so the change is the head's own;
+- neither commit's measurement was marked unstable by the runner.
+
+Without enough history, 4+ repetitions on both sides decide alone (Mann-Whitney); with
+neither, a change past the tolerance is "insufficient data". Each verdict says which rule
+decided.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy import stats
+
+from benchsite.regressions.detect.points import MIN_NOISE
+from runner.contract.directions import HIGHER
+
+REGRESSION, IMPROVEMENT, CHANGED = "regression", "improvement", "changed"
+UNCHANGED, NOISY, INSUFFICIENT = "unchanged", "noisy", "insufficient_data"
+NEW, MISSING = "new", "missing"
+# Report order: what needs attention first.
+STATES = (REGRESSION, IMPROVEMENT, CHANGED, NOISY, INSUFFICIENT, NEW, MISSING, UNCHANGED)
+MIN_REPETITIONS = 4  # per side, for the Mann-Whitney test (LNT's rule)
+MAD_SCALE = 1.4826
+MOVED_Z = 3.0  # noise units the base may be off the level before it is the level
+CLIP = 3.0  # successive differences are clipped at this many scaled MADs for the noise
+EFFICIENCY = 0.9  # a clipped standard deviation is worth this share of a plain one
+
+
+@dataclass(frozen=True)
+class Rules:
+    tolerance: float  # relative change a metric may make (its threshold)
+    min_history: int = 5  # history points needed to know the noise
+    fdr: float = 0.005  # false discovery rate over one comparison's series
+    alpha: float = 0.05  # Mann-Whitney level, with 4+ repetitions a side
+
+
+@dataclass(frozen=True)
+class Verdict:
+    state: str
+    rule: str  # which rule decided, in words
+    level: float | None = None  # the history's level up to the base
+    noise: float | None = None  # relative noise of one point (history), None: unknown
+    p_value: float | None = None  # of the head against the level, in noise units
+    mw_p_value: float | None = None  # Mann-Whitney U over repetitions
+
+
+def judge(base: Sequence[float], head: Sequence[float], history: np.ndarray,
+          direction: str | None, rules: Rules, unstable: bool = False,
+          level_from: int = 0) -> Verdict:
+    """A first verdict on one series (`control` then holds a comparison's significant
+    verdicts to its false discovery rate). `base`/`head`: the commits' repetitions;
+    `history`: point values up to the base commit on the default branch, oldest first;
+    the level is taken from `history[level_from:]` (the points since the series' latest
+    recorded change), the noise from all of it."""
+    if not base:
+        return Verdict(NEW, "no result at the base commit")
+    if not head:
+        return Verdict(MISSING, "no result at the head commit")
+    base_value, head_value = float(np.median(base)), float(np.median(head))
+    history = np.asarray(history, dtype=float)
+    usable = np.isfinite(history) & (history > 0)
+    since = history[level_from:][usable[level_from:]]
+    history = history[usable]
+    enough = len(history) >= rules.min_history and base_value > 0 and head_value > 0
+    level = float(np.median(since)) if enough and len(since) else base_value
+    mw = _mann_whitney(base, head)
+    if not level or not base_value:  # from 0 (a failure recorded as 0) any move counts
+        moved = head_value != level
+        change = math.inf if moved else 0.0
+    else:
+        change = head_value / level - 1
+    if abs(change) <= rules.tolerance:
+        return Verdict(UNCHANGED, f"within the ±{rules.tolerance:.0%} tolerance",
+                       level if enough else None)
+    worse = _state(head_value, level, direction)
+    if unstable:
+        return Verdict(NOISY, "the runner marked a measurement of it unstable", level)
+    if not enough:
+        if mw is None:
+            return Verdict(INSUFFICIENT, f"{len(history)} history points (needs "
+                           f"{rules.min_history}) and fewer than {MIN_REPETITIONS} "
+                           "repetitions a side", None)
+        if mw >= rules.alpha:
+            return Verdict(NOISY, f"Mann-Whitney p={mw:.2g} over the repetitions (no "
+                           "history)", None, mw_p_value=mw)
+        return Verdict(worse, f"Mann-Whitney p={mw:.2g} over the repetitions (no history)",
+                       None, mw_p_value=mw)
+    noise, freedom = _noise(history)
+    # The level is a median of points since the latest change (the base alone, if none):
+    # its own error adds to the head's.
+    spread = noise * math.sqrt(1 + (math.pi / (2 * len(since)) if len(since) > 1 else 1))
+    base_z = math.log(base_value / level) / spread
+    if abs(base_z) > MOVED_Z and (base_value > level) == (head_value > level):
+        # The base is already off the level, the head on the same side: the series moved
+        # at or before the base (a change not recorded yet), so the base is the level.
+        level, spread = base_value, noise * math.sqrt(2)
+        change = head_value / level - 1
+        if abs(change) <= rules.tolerance:
+            return Verdict(UNCHANGED, f"within the ±{rules.tolerance:.0%} tolerance of the "
+                           "base (the series moved at or before the base commit)", level, noise)
+    z = abs(math.log(head_value / level)) / spread
+    p = float(2 * stats.t.sf(z, freedom))
+    described = f"{change:+.1%} from the level, {z:.1f}x its noise ({noise:.1%})"
+    if mw is not None and mw >= rules.alpha:
+        return Verdict(NOISY, f"{described}, but Mann-Whitney p={mw:.2g} over the "
+                       "repetitions", level, noise, p, mw)
+    return Verdict(_state(head_value, level, direction), described, level, noise, p, mw)
+
+
+def control(verdicts: list[Verdict], fdr: float) -> list[Verdict]:
+    """The verdicts with those judged on the history's noise held to a false discovery rate
+    over all of them (Benjamini-Hochberg): a change that is not among the discoveries is
+    "noisy"."""
+    tested = [number for number, verdict in enumerate(verdicts)
+              if verdict.p_value is not None]
+    if not tested:
+        return verdicts
+    adjusted = stats.false_discovery_control([verdicts[n].p_value for n in tested])
+    held = list(verdicts)
+    for number, q in zip(tested, adjusted, strict=True):
+        verdict = held[number]
+        if verdict.state in (REGRESSION, IMPROVEMENT, CHANGED) and q > fdr:
+            held[number] = replace(verdict, state=NOISY, rule=(
+                f"{verdict.rule}: within the noise of {len(tested)} series compared "
+                f"(adjusted p={q:.2g}, needs {fdr:g})"))
+    return held
+
+
+def _state(head: float, level: float, direction: str | None) -> str:
+    if direction is None:
+        return CHANGED
+    return IMPROVEMENT if (head > level) == (direction == HIGHER) else REGRESSION
+
+
+def _noise(history: np.ndarray) -> tuple[float, float]:
+    """Relative noise of one point, and its degrees of freedom: the standard deviation of
+    successive log differences over sqrt(2), after clipping them at 3 scaled MADs (a step
+    or an outlier barely moves it, yet nearly every difference counts in full)."""
+    steps = np.diff(np.log(history))
+    centre = float(np.median(steps))
+    mad = MAD_SCALE * float(np.median(np.abs(steps - centre)))
+    clipped = np.clip(steps, centre - CLIP * mad, centre + CLIP * mad)
+    spread = float(np.sqrt(np.mean((clipped - centre) ** 2) * len(steps) / (len(steps) - 1)))
+    return max(spread / math.sqrt(2), MIN_NOISE), EFFICIENCY * (len(steps) - 1)
+
+
+def _mann_whitney(base: Sequence[float], head: Sequence[float]) -> float | None:
+    if min(len(base), len(head)) < MIN_REPETITIONS:
+        return None
+    p = float(stats.mannwhitneyu(base, head, alternative="two-sided").pvalue)
+    return None if math.isnan(p) else p
