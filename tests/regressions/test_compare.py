@@ -1,10 +1,13 @@
-"""Commit comparison: `compare_commits` and `GET /api/v3/compare`."""
+"""Commit comparison: `compare_commits` and `GET /api/v3/compare`, judged against each
+series' own default-branch history."""
 
+import numpy as np
 import pytest
 
-from benchsite.regressions.compare import compare_commits
+from benchsite.regressions.compare import CannotCompare, compare_commits, resolve
+from benchsite.regressions.detect import judge
 from benchsite.regressions.models import DetectionSettings
-from tests.regressions.factory import SPEEDUP, TIME, record, sha, upload
+from tests.regressions.factory import SPEEDUP, TIME, levels, record, sha, upload
 
 pytestmark = pytest.mark.django_db
 MEMORY = ("Allocated Memory (MB)", "MB")
@@ -12,6 +15,7 @@ MEMORY = ("Allocated Memory (MB)", "MB")
 
 @pytest.fixture
 def two_commits():
+    """Two commits and no history: repetitions decide where there are 4+ a side."""
     base = [
         record("slower", [1.0, 1.01, 0.99, 1.0, 1.0]),
         record("faster", [1.0, 1.01, 0.99, 1.0]),
@@ -19,7 +23,7 @@ def two_commits():
         record("noisy", [0.5, 1.0, 1.5, 2.0, 0.8]),
         record("memory", [100.0], MEMORY),
         record("speedup", [2.0], SPEEDUP),
-        record("widgets", [10.0], ("widgets", "")),
+        record("widgets", [10.0, 10.1, 9.9, 10.0], ("widgets", "")),
         record("only-base", [1.0]),
     ]
     head = [
@@ -28,8 +32,8 @@ def two_commits():
         record("same", [1.01, 1.02, 1.0]),
         record("noisy", [0.6, 1.2, 1.6, 2.1, 0.9]),  # median +20 %, within the noise
         record("memory", [115.0], MEMORY),  # +15 %: memory may move 20 %
-        record("speedup", [1.8], SPEEDUP),  # -10 %: past speedup's 5 %
-        record("widgets", [12.0], ("widgets", "")),
+        record("speedup", [1.8], SPEEDUP),  # -10 %, one repetition and no history
+        record("widgets", [12.0, 12.1, 11.9, 12.0], ("widgets", "")),
         record("only-head", [1.0]),
     ]
     upload(1, base)
@@ -37,49 +41,145 @@ def two_commits():
     upload(3, [record("slower", [5.0])])  # another commit: not compared
 
 
-def test_every_series_gets_a_status_and_the_worst_comes_first(two_commits,
-                                                               django_assert_max_num_queries):
+def test_without_history_repetitions_decide_or_it_is_insufficient_data(
+        two_commits, django_assert_max_num_queries):
     DetectionSettings.load()  # made on first use
-    with django_assert_max_num_queries(4):  # settings (2), results, direction overrides
+    # settings (3), sha checks (4), results, base time, history, changes, directions
+    with django_assert_max_num_queries(12):
         comparison = compare_commits("pytorch/ao", sha(1), sha(2))
-    status = {row.model: row.status for row in comparison.rows}
-    assert status == {
-        "slower": "regressed", "speedup": "regressed", "faster": "improved",
-        "widgets": "changed", "only-base": "missing_in_head", "only-head": "missing_in_base",
-        "same": "unchanged", "noisy": "unchanged", "memory": "unchanged"}
-    assert [row.model for row in comparison.rows[:2]] == ["slower", "speedup"]
+    state = {row.model: row.state for row in comparison.rows}
+    assert state == {
+        "slower": "regression", "faster": "improvement", "widgets": "changed",
+        "noisy": "noisy", "speedup": "insufficient_data", "only-head": "new",
+        "only-base": "missing", "same": "unchanged", "memory": "unchanged"}
     slower = comparison.rows[0]
-    assert (slower.base, slower.head, slower.direction) == (1.0, 1.3, "lower")
-    assert slower.change == pytest.approx(0.3)
-    assert slower.p_value < 0.05 and slower.tolerance == 0.15
-    noisy = next(row for row in comparison.rows if row.model == "noisy")
-    assert noisy.change == pytest.approx(0.2) and noisy.p_value > 0.05
-    assert comparison.verdict == "regressed"
-    assert comparison.counts == {"regressed": 2, "improved": 1, "changed": 1,
-                                 "missing_in_base": 1, "missing_in_head": 1, "unchanged": 3}
+    assert (slower.model, slower.base, slower.head, slower.direction) == (
+        "slower", 1.0, 1.3, "lower")
+    assert slower.change == pytest.approx(0.3) and slower.mw_p_value < 0.05
+    assert "Mann-Whitney" in slower.rule and "no history" in slower.rule
+    speedup = next(row for row in comparison.rows if row.model == "speedup")
+    assert "1 history points (needs 5)" in speedup.rule or "history points" in speedup.rule
+    assert comparison.verdict == "regression"
+    assert comparison.counts == {"regression": 1, "improvement": 1, "changed": 1, "noisy": 1,
+                                 "insufficient_data": 1, "new": 1, "missing": 1,
+                                 "unchanged": 2}
+
+
+def history_of(models: dict[str, list[list[float]]], nights: int, **options):
+    for night in range(nights):
+        upload(night, [record(model, values[night], **options)
+                       for model, values in models.items()])
+
+
+def test_history_judges_the_change_against_the_series_own_noise():
+    nights = 40
+    quiet = levels(nights, noise=0.01, repetitions=1, seed=1)
+    stepped = levels(nights, step_at=39, step=0.12, noise=0.01, repetitions=1, seed=2)
+    shaky = levels(nights, noise=0.06, repetitions=1, seed=3)
+    shaky[39] = [shaky[38][0] * 1.08]  # +8 %: past the 5 % tolerance, inside its noise
+    history_of({"quiet": quiet, "stepped": stepped, "shaky": shaky}, nights)
+    rows = {row.model: row for row in compare_commits("pytorch/ao", sha(38), sha(39)).rows}
+    assert rows["stepped"].state == "regression"
+    assert "from the level" in rows["stepped"].rule and rows["stepped"].history == 39
+    assert rows["quiet"].state == "unchanged" and "tolerance" in rows["quiet"].rule
+    assert rows["shaky"].state in ("noisy", "unchanged")
+    assert rows["shaky"].noise > 0.03
+    # The step is a night old: the next night is judged from the base, not the old level.
+    upload(40, [record("stepped", [stepped[39][0] * 1.005])])
+    after = compare_commits("pytorch/ao", sha(39), sha(40), model="stepped").rows[0]
+    assert after.state == "unchanged", after.rule
+
+
+def test_two_quiet_nights_of_many_series_pass_and_a_12_percent_step_fails():
+    nights, count = 35, 60
+    histories = {f"m{n}": levels(nights, noise=0.02, repetitions=1, seed=n)
+                 for n in range(count)}
+    history_of(histories, nights)
+    quiet = compare_commits("pytorch/ao", sha(32), sha(33))
+    assert quiet.verdict == "unchanged", [(r.model, r.rule) for r in quiet.rows[:3]]
+    upload(35, [record(model, [2.0 * 1.12 if model == "m7" else values[-1][0]])
+                for model, values in histories.items()])  # (the series' level is 2.0)
+    stepped = compare_commits("pytorch/ao", sha(34), sha(35))
+    assert stepped.verdict == "regression", [
+        (r.model, r.state, r.rule) for r in stepped.rows if r.model == "m7"]
+    assert [row.model for row in stepped.rows if row.state == "regression"] == ["m7"]
+
+
+def test_pull_request_runs_are_never_history():
+    nights = 20
+    history_of({"layer": levels(nights, noise=0.005, repetitions=1)}, nights)
+    for night in range(3):  # a PR branch's runs, far off the main level
+        upload(100 + night, [record("layer", [9.0])], branch="pr/123",
+               head_sha=f"{night:040x}")
+    upload(200, [record("layer", [2.0 * 1.2])], branch="pr/123", head_sha="e" * 40)
+    row = compare_commits("pytorch/ao", sha(nights - 1), "e" * 40).rows[0]
+    assert row.history == nights and row.level == pytest.approx(2.0, rel=0.02)
+    assert row.state == "regression"
+
+
+def test_false_discovery_control_holds_weak_changes_among_many():
+    rules = judge.Rules(tolerance=0.05)
+    history = np.exp(np.random.default_rng(0).normal(0, 0.03, 60))
+    noise, _ = judge._noise(history)
+    head = float(np.median(history)) * np.exp(3.0 * noise * np.sqrt(1 + np.pi / 120))
+    weak = judge.judge([1.0], [head], history, "higher", rules)
+    assert weak.state == "improvement" and 0.001 < weak.p_value < 0.01
+    quiet = [judge.judge([1.0], [1.0], history, "higher", rules) for _ in range(200)]
+    held = judge.control([weak, *quiet], 0.005)
+    assert held[0].state == "noisy" and "within the noise of 201 series" in held[0].rule
+
+
+def test_unstable_measurements_are_noisy_not_regressions():
+    rules = judge.Rules(tolerance=0.05)
+    verdict = judge.judge([1.0], [0.8], np.ones(20), "higher", rules, unstable=True)
+    assert verdict.state == "noisy" and "unstable" in verdict.rule
+
+
+def test_shas_resolve_from_unique_prefixes_and_refuse_by_name(two_commits):
+    assert resolve("pytorch/ao", sha(1)[:8]) == sha(1)
+    with pytest.raises(CannotCompare, match="too short") as short:
+        resolve("pytorch/ao", sha(1)[:4])
+    assert short.value.reason == "short_sha"
+    upload(7, [record("x", [1.0])], head_sha=sha(1)[:10] + "0" * 30)
+    with pytest.raises(CannotCompare, match="prefix of 2 commits") as ambiguous:
+        resolve("pytorch/ao", sha(1)[:8])
+    assert ambiguous.value.reason == "ambiguous_sha"
+    with pytest.raises(CannotCompare, match="no results of pytorch/ao") as unknown:
+        resolve("pytorch/ao", "f" * 40)
+    assert unknown.value.reason == "unknown_sha"
+    with pytest.raises(CannotCompare, match="did you mean pytorch/ao") as repo:
+        resolve("pytorch/a0", sha(1))
+    assert repo.value.reason == "unknown_repo"
 
 
 def test_filters_narrow_the_series_and_the_verdict_follows(two_commits):
     faster = compare_commits("pytorch/ao", sha(1), sha(2), metric=TIME[0])
-    assert compare_commits("pytorch/ao", sha(1), sha(2), metric=SPEEDUP[0]).verdict == \
-        "regressed"
     assert {row.metric for row in faster.rows} == {TIME[0]}
     assert compare_commits("pytorch/ao", sha(1), sha(1)).verdict == "unchanged"
-    assert compare_commits("pytorch/ao", sha(1), "f" * 40).verdict == "no common results"
+    assert compare_commits("pytorch/ao", sha(1), sha(3), model="only-base").verdict == \
+        "no common results"
     with pytest.raises(ValueError, match="unknown filter.*'models'"):
         compare_commits("pytorch/ao", sha(1), sha(2), models="x")
+    assert compare_commits("pytorch/ao", sha(1), sha(2), metric=SPEEDUP[0]).verdict == \
+        "unchanged"
 
 
 def test_the_api_answers_json_and_names_bad_parameters(two_commits, api):
-    answer = api.get("/api/v3/compare", {"repo": "pytorch/ao", "base": sha(1), "head": sha(2),
-                                         "model": "slower"})
+    answer = api.get("/api/v3/compare", {"repo": "pytorch/ao", "base": sha(1)[:7],
+                                         "head": sha(2), "model": "slower"})
     assert answer.status_code == 200
     body = answer.json()
-    assert (body["verdict"], body["counts"]["regressed"]) == ("regressed", 1)
-    assert body["rows"][0]["model"] == "slower" and body["rows"][0]["status"] == "regressed"
+    assert (body["base"], body["branches"]) == (sha(1), ["main"])
+    assert (body["verdict"], body["counts"]["regression"]) == ("regression", 1)
+    row = body["rows"][0]
+    assert (row["model"], row["state"]) == ("slower", "regression") and row["rule"]
 
     refused = api.get("/api/v3/compare", {"repo": "pytorch/ao", "head": sha(2), "models": "x"})
     assert refused.status_code == 400
     errors = refused.json()["errors"]
     assert "base: required" in errors
     assert any(error.startswith("models: unknown parameter") for error in errors)
+
+    unknown = api.get("/api/v3/compare", {"repo": "pytorch/ao", "base": "abc", "head": sha(2)})
+    assert unknown.status_code == 404
+    assert unknown.json()["cannot_compare"] == "short_sha"

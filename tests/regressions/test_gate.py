@@ -13,9 +13,12 @@ HOSTILE = "<img src=x onerror=alert(1)>|`x`"
 
 @pytest.fixture
 def commits():
-    upload(1, [record("steady", [1.0, 1.0, 1.0]), record(HOSTILE, [1.0, 1.01, 0.99, 1.0])])
-    upload(2, [record("steady", [1.0, 1.01, 0.99]), record(HOSTILE, [1.5, 1.51, 1.49, 1.5])])
-    upload(3, [record("steady", [1.0, 1.0, 1.0]), record(HOSTILE, [1.49, 1.5, 1.5, 1.51])])
+    """Ten quiet nights of history, then a +50 % step at night 11 that stays."""
+    for night in range(11):
+        upload(night, [record("steady", [1.0, 1.01 + night % 2 / 200, 0.99]),
+                       record(HOSTILE, [1.0, 1.01, 0.99 + night % 3 / 300, 1.0])])
+    upload(11, [record("steady", [1.0, 1.01, 0.99]), record(HOSTILE, [1.5, 1.51, 1.49, 1.5])])
+    upload(12, [record("steady", [1.0, 1.0, 1.0]), record(HOSTILE, [1.49, 1.5, 1.5, 1.51])])
 
 
 def gate(server: str, base: int, head: int, *extra: str) -> int:
@@ -24,33 +27,59 @@ def gate(server: str, base: int, head: int, *extra: str) -> int:
 
 
 def test_a_regression_fails_the_gate_with_a_markdown_summary(live_server, commits, capsys):
-    assert gate(live_server.url, 1, 2) == 1
+    assert gate(live_server.url, 10, 11) == 1
     out = capsys.readouterr().out
-    assert "**Verdict: regressed** — 1 regressed, 0 improved" in out
-    assert "#### Regressions" in out and "+50.0 %" in out
+    assert "**Verdict: regression** — 1 regression, 0 improvement" in out
+    assert "#### Regressions" in out and "+50.0 %" in out and "from the level" in out
+    assert "history on `main`" in out
     assert "| &lt;img src=x onerror=alert(1)&gt;\\|\\`x\\` |" in out  # inert in a comment
     assert "<img" not in out
-    assert (f"[Full comparison]({live_server.url}/compare/{sha(1)}...{sha(2)}"
+    assert (f"[Full comparison]({live_server.url}/compare/{sha(10)}...{sha(11)}"
             f"?repo=pytorch%2Fao)") in out
 
 
 def test_no_regression_passes_and_fail_on_chooses_what_fails(live_server, commits, capsys):
-    assert gate(live_server.url, 2, 3) == 0
+    assert gate(live_server.url, 11, 12) == 0  # the step is the base's: not this change's
     assert "**Verdict: unchanged**" in capsys.readouterr().out
-    assert gate(live_server.url, 1, 2, "--model", "steady") == 0
-    assert gate(live_server.url, 2, 1, "--fail-on", "improved,regressed") == 1
+    assert gate(live_server.url, 8, 9) == 0
+    assert gate(live_server.url, 10, 11, "--model", "steady") == 0
+    assert gate(live_server.url, 10, 11, "--fail-on", "improvement") == 0
+    assert gate(live_server.url, 10, 11, "--fail-on", "improvement,regression") == 1
+
+
+def test_a_gate_that_cannot_compare_exits_3_and_says_why(live_server, commits, capsys):
+    def run(repo: str, base: str, head: str) -> tuple[int, str]:
+        code = main(["gate", "--server", live_server.url, "--repo", repo, "--base", base,
+                     "--head", head])
+        captured = capsys.readouterr()
+        return code, captured.out + captured.err
+
+    code, text = run("pytorch/ao", "f" * 40, sha(11))
+    assert code == 3 and "no results of pytorch/ao at it" in text
+    code, text = run("pytorch/ao", sha(10)[:5], sha(11))
+    assert code == 3 and "too short" in text
+    code, text = run("pytorch/a0", sha(10), sha(11))
+    assert code == 3 and "did you mean pytorch/ao" in text
+    upload(20, [record("steady", [1.0])], head_sha=sha(10)[:9] + "0" * 31)
+    code, text = run("pytorch/ao", sha(10)[:8], sha(11))
+    assert code == 3 and "prefix of 2 commits" in text
+    upload(21, [record("elsewhere", [1.0])])
+    code, text = run("pytorch/ao", sha(21), sha(11))
+    assert code == 3 and "Cannot compare" in text
+    assert run("pytorch/ao", sha(10)[:8] + "f", sha(11))[0] == 3
+    assert run("pytorch/ao", sha(10)[:10], sha(11)[:7])[0] == 1  # unique prefixes resolve
 
 
 def test_usage_and_connection_errors_exit_2(live_server, commits, capsys):
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    assert gate(f"http://127.0.0.1:{port}", 1, 2) == 2
+    assert gate(f"http://127.0.0.1:{port}", 10, 11) == 2
     assert "error: http://127.0.0.1" in capsys.readouterr().err
-    assert main(["gate", "--server", live_server.url, "--repo", "", "--base", sha(1),
-                 "--head", sha(2)]) == 2
+    assert main(["gate", "--server", live_server.url, "--repo", "", "--base", sha(10),
+                 "--head", sha(11)]) == 2
     err = capsys.readouterr().err
     assert "HTTP 400" in err and "repo: required" in err
     with pytest.raises(SystemExit) as usage:
-        gate(live_server.url, 1, 2, "--fail-on", "worse")
+        gate(live_server.url, 10, 11, "--fail-on", "worse")
     assert usage.value.code == 2

@@ -45,6 +45,7 @@ MAD_SCALE = 1.4826
 MOVED_Z = 3.0  # noise units the base may be off the level before it is the level
 CLIP = 3.0  # successive differences are clipped at this many scaled MADs for the noise
 EFFICIENCY = 0.9  # a clipped standard deviation is worth this share of a plain one
+UNSTABLE = "the runner marked a measurement of it unstable"
 
 
 @dataclass(frozen=True)
@@ -83,49 +84,55 @@ def judge(base: Sequence[float], head: Sequence[float], history: np.ndarray,
     since = history[level_from:][usable[level_from:]]
     history = history[usable]
     enough = len(history) >= rules.min_history and base_value > 0 and head_value > 0
-    level = float(np.median(since)) if enough and len(since) else base_value
+    level = float(np.median(since)) if len(since) else base_value
     mw = _mann_whitney(base, head)
-    if not level or not base_value:  # from 0 (a failure recorded as 0) any move counts
-        moved = head_value != level
-        change = math.inf if moved else 0.0
-    else:
-        change = head_value / level - 1
-    if abs(change) <= rules.tolerance:
-        return Verdict(UNCHANGED, f"within the ±{rules.tolerance:.0%} tolerance",
-                       level if enough else None)
-    worse = _state(head_value, level, direction)
-    if unstable:
-        return Verdict(NOISY, "the runner marked a measurement of it unstable", level)
     if not enough:
-        if mw is None:
-            return Verdict(INSUFFICIENT, f"{len(history)} history points (needs "
-                           f"{rules.min_history}) and fewer than {MIN_REPETITIONS} "
-                           "repetitions a side", None)
-        if mw >= rules.alpha:
-            return Verdict(NOISY, f"Mann-Whitney p={mw:.2g} over the repetitions (no "
-                           "history)", None, mw_p_value=mw)
-        return Verdict(worse, f"Mann-Whitney p={mw:.2g} over the repetitions (no history)",
-                       None, mw_p_value=mw)
+        return _without_history(base_value, head_value, len(history), mw, direction, rules,
+                                unstable)
     noise, freedom = _noise(history)
     # The level is a median of points since the latest change (the base alone, if none):
     # its own error adds to the head's.
     spread = noise * math.sqrt(1 + (math.pi / (2 * len(since)) if len(since) > 1 else 1))
-    base_z = math.log(base_value / level) / spread
-    if abs(base_z) > MOVED_Z and (base_value > level) == (head_value > level):
+    moved = ""
+    if (abs(math.log(base_value / level)) > MOVED_Z * spread
+            and (base_value > level) == (head_value > level)):
         # The base is already off the level, the head on the same side: the series moved
         # at or before the base (a change not recorded yet), so the base is the level.
         level, spread = base_value, noise * math.sqrt(2)
-        change = head_value / level - 1
-        if abs(change) <= rules.tolerance:
-            return Verdict(UNCHANGED, f"within the ±{rules.tolerance:.0%} tolerance of the "
-                           "base (the series moved at or before the base commit)", level, noise)
+        moved = " (the series moved at or before the base commit: judged from the base)"
+    change = head_value / level - 1
     z = abs(math.log(head_value / level)) / spread
+    # Every series judged on its history is one of the comparison's tests, within the
+    # tolerance or not (`control`).
     p = float(2 * stats.t.sf(z, freedom))
-    described = f"{change:+.1%} from the level, {z:.1f}x its noise ({noise:.1%})"
+    if abs(change) <= rules.tolerance:
+        return Verdict(UNCHANGED, f"within the ±{rules.tolerance:.0%} tolerance{moved}",
+                       level, noise, p, mw)
+    if unstable:
+        return Verdict(NOISY, UNSTABLE, level, noise, p, mw)
+    described = f"{change:+.1%} from the level, {z:.1f}x its noise ({noise:.1%}){moved}"
     if mw is not None and mw >= rules.alpha:
         return Verdict(NOISY, f"{described}, but Mann-Whitney p={mw:.2g} over the "
                        "repetitions", level, noise, p, mw)
     return Verdict(_state(head_value, level, direction), described, level, noise, p, mw)
+
+
+def _without_history(base: float, head: float, points: int, mw: float | None,
+                     direction: str | None, rules: Rules, unstable: bool) -> Verdict:
+    """Too little history for its noise: the repetitions decide, where there are enough."""
+    # From 0 (a failure recorded as 0) any move counts.
+    change = head / base - 1 if base else (math.inf if head != base else 0.0)
+    if abs(change) <= rules.tolerance:
+        return Verdict(UNCHANGED, f"within the ±{rules.tolerance:.0%} tolerance of the base")
+    if unstable:
+        return Verdict(NOISY, UNSTABLE)
+    if mw is None:
+        return Verdict(INSUFFICIENT, f"{points} history points (needs {rules.min_history}) "
+                       f"and fewer than {MIN_REPETITIONS} repetitions a side")
+    described = f"Mann-Whitney p={mw:.2g} over the repetitions (no history)"
+    if mw >= rules.alpha:
+        return Verdict(NOISY, described, mw_p_value=mw)
+    return Verdict(_state(head, base, direction), described, mw_p_value=mw)
 
 
 def control(verdicts: list[Verdict], fdr: float) -> list[Verdict]:
