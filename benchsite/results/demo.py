@@ -137,6 +137,45 @@ LLM_METRICS = (("median_ttft_ms", "ms", 45.0), ("median_itl_ms", "ms", 12.0),
                ("requests_per_second", "req/s", 9.0), ("tokens_per_second", "tok/s", 2400.0))
 
 
+@dataclass(frozen=True)
+class Injected:
+    """A change the demo injects (see the module's docstring): from which night, and the
+    series fields (exact, or a prefix for `model`) of the series that show it."""
+
+    name: str
+    night: int
+    fields: tuple[tuple[str, str], ...]
+
+    def shows_in(self, series) -> bool:
+        """Whether a series (anything with the Series fields) is one of those changed."""
+        return all(getattr(series, name).startswith(value) if name in ("model", "arch")
+                   else getattr(series, name) == value for name, value in self.fields)
+
+
+def injected(nights: int = DEMO.nights) -> list[Injected]:
+    """The step changes and failures a history of `nights` nights holds (the outage and the
+    one unhealthy night are not changes of a series' level)."""
+    changes = [
+        Injected("int8dq on H100 12% slower", 60,
+                 (("benchmark", QUANT_BENCHMARK), ("dtype", "int8dq"), ("arch", H100.arch))),
+        Injected("float8dq-row on H100 20% slower for M = 1024", 75,
+                 (("benchmark", QUANT_BENCHMARK), ("arch", H100.arch),
+                  ("model", quant_model_name("float8dq-row", "1024-")))),
+        Injected("int4wo-128 on A100 8% faster", 40,
+                 (("benchmark", QUANT_BENCHMARK), ("dtype", "int4wo-128"),
+                  ("arch", A100.arch))),
+        Injected("inductor training on huggingface 8% less speedup", 70,
+                 (("benchmark", COMPILERS_BENCHMARK), ("backend", "inductor"),
+                  ("mode", "training"), ("suite", "huggingface"))),
+        Injected("timm_model_03 fails accuracy", 80,
+                 (("benchmark", COMPILERS_BENCHMARK), ("model", "timm_model_03"))),
+        Injected("instruction count of linear +3%", nights - 3,
+                 (("benchmark", INSTRUCTIONS_BENCHMARK), ("model", "linear"),
+                  ("backend", "eager"))),
+    ]
+    return [change for change in changes if change.night < nights]
+
+
 def sha(night: int) -> str:
     return hashlib.sha1(f"demo-commit-{night}".encode()).hexdigest()
 

@@ -35,8 +35,8 @@ def record(model: str, values: list[float], metric: tuple[str, str] = TIME,
 
 
 def upload(night: int, records: list[dict], repo: str = "pytorch/ao",
-           job: int = 0) -> Stored:
-    metadata = {"repo": repo, "head_branch": "main", "head_sha": sha(night),
+           job: int = 0, branch: str = "main", head_sha: str | None = None) -> Stored:
+    metadata = {"repo": repo, "head_branch": branch, "head_sha": head_sha or sha(night),
                 "workflow_id": 1000 + night, "run_attempt": 1, "job_id": 100 * night + job,
                 "name": "nightly", "timestamp": START + night * DAY + 60 * job}
     return store_upload(orjson.dumps(records), metadata=metadata, source=Upload.Source.DEMO)

@@ -1,5 +1,5 @@
-"""The demo's injected changes are what the change-point detector finds, and its outage is
-an alert."""
+"""The demo's injected changes are what detection finds, one group each, the gate passes its
+quiet nights, and its outage is an alert."""
 
 from collections import Counter
 from datetime import timedelta
@@ -7,33 +7,52 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 
-from benchsite.regressions.models import Regression
+from benchsite.regressions.compare import compare_commits
+from benchsite.regressions.models import AlertGroup, Regression
 from benchsite.regressions.silence import check_stopped_reporting
-from benchsite.results.demo import sha
+from benchsite.results.demo import injected, sha
 from benchsite.results.models import Run
 
 pytestmark = pytest.mark.django_db
 
 
-def test_the_demo_changes_are_found_and_nothing_else(capsys):
-    call_command("load_demo", "--nights", "85")  # (no on-commit detection in this test)
-    call_command("detect_regressions")
-    assert "new regressions" in capsys.readouterr().out
+def test_each_injected_change_is_one_group_and_nothing_else_is_raised(capsys):
+    call_command("load_demo", "--nights", "85")
+    call_command("demo_regressions", "--nights", "85")  # exits 1 on a miss (CommandError)
+    out = capsys.readouterr().out
+    assert "injected: int8dq on H100 12% slower (night 60): 1 group(s)" in out
+    groups = AlertGroup.objects.all()
+    assert len(groups) == len(injected(85)) == 6  # at most 10
     night = {sha(n): n for n in range(85)}
     found = Counter()
-    for r in Regression.objects.filter(detector="changepoint").select_related("series"):
+    for r in Regression.objects.select_related("series"):
         s = r.series
-        family = (s.dtype or s.backend, s.arch.split()[1], r.kind, night[r.first_bad_sha])
+        family = (s.dtype or s.backend, s.arch.split()[1], r.kind, r.detector,
+                  night[r.first_bad_sha])
         found[family if s.dtype != "float8dq-row" else (*family, s.model.split("-")[-3])] += 1
     int4wo = {key: n for key, n in found.items() if key[0] == "int4wo-128"}
-    assert {key[:3] for key in int4wo} == {("int4wo-128", "A100-SXM4-80GB", "improvement")}
-    assert sum(n for key, n in int4wo.items() if abs(key[3] - 40) <= 3) >= 36  # of 40
+    assert set(int4wo) == {("int4wo-128", "A100-SXM4-80GB", "improvement", "changepoint", 40)}
+    assert int4wo[next(iter(int4wo))] >= 36  # of 40, aligned to the group's night
     assert {key: n for key, n in found.items() if key[0] != "int4wo-128"} == {
-        ("int8dq", "H100", "regression", 60): 40,  # speedup and time, 20 shapes
-        ("float8dq-row", "H100", "regression", 75, "1024"): 20,
-        ("amp", "H100", "regression", 70): 8,  # TorchInductor on huggingface
-        ("eager", "Xeon(R)", "regression", 82): 1,  # instruction count +3 %, 1 % minimum
+        ("int8dq", "H100", "regression", "changepoint", 60): 40,  # speedup and time, 20 shapes
+        ("float8dq-row", "H100", "regression", "changepoint", 75, "1024"): 20,
+        ("amp", "H100", "regression", "changepoint", 70): 8,  # TorchInductor, huggingface
+        ("amp", "H100", "regression", "accuracy", 80): 2,  # timm_model_03, both modes
+        ("eager", "Xeon(R)", "regression", "changepoint", 82): 1,  # instruction count +3 %
     }
+
+
+def test_two_quiet_demo_nightlies_pass_the_gate_and_the_injected_step_fails_it():
+    call_command("load_demo", "--nights", "64")
+    for base in (61, 62):  # after the step, on consecutive quiet nights
+        assert compare_commits("pytorch/ao", sha(base), sha(base + 1)).verdict == "unchanged"
+    for base in range(48, 58):
+        assert compare_commits("pytorch/ao", sha(base), sha(base + 1)).verdict != \
+            "regression", base
+    stepped = compare_commits("pytorch/ao", sha(59), sha(60))
+    assert stepped.verdict == "regression"
+    assert {(row.dtype, row.arch) for row in stepped.rows if row.state == "regression"} == {
+        ("int8dq", "NVIDIA H100 80GB HBM3")}
 
 
 def test_the_demo_outage_of_the_a100_is_a_stopped_reporting_alert():

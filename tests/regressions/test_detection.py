@@ -9,8 +9,17 @@ from django.test.utils import CaptureQueriesContext
 
 from benchsite.regressions import detection
 from benchsite.regressions.detection import detect_series
-from benchsite.regressions.models import Detector, MetricDirection, Regression
+from benchsite.regressions.models import (
+    AlertGroup,
+    DetectionSettings,
+    Detector,
+    MetricDirection,
+    Regression,
+)
+from benchsite.results.models import Series
 from tests.regressions.factory import SPEEDUP, levels, record, sha, store_history, upload
+
+MAIN = "main"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -26,8 +35,34 @@ def test_an_upload_that_makes_a_series_worse_raises_a_regression():
     assert regression.magnitude == pytest.approx(0.10, abs=0.02)
     assert regression.points_after <= 5
     assert regression.events.get().to_state == "open"
-    # The HUD policy (time: 15 % tolerance) does not see a 10 % step.
+    assert (regression.branch, regression.group.first_bad_sha) == ("main", sha(30))
+    assert regression.detected_at > regression.first_bad_at
+    # The HUD policy's verdict is evidence on the record, never a second record.
+    assert regression.evidence["hud_policy"]["status"] == "regression"
     assert not Regression.objects.filter(detector=Detector.HUD_POLICY).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pull_request_uploads_raise_nothing_on_main():
+    store_history({"m": levels(30, seed=3)})
+    for night in range(30, 36):  # a PR's runs, 30 % slower, uploaded on each push
+        upload(night, [record("m", [2.6, 2.6, 2.6])], branch="pr/123",
+               head_sha=f"{night:040x}")
+    assert not Regression.objects.exists()
+    series = Series.objects.get(model="m")
+    assert detect_series([series.pk], MAIN) == []  # main's history holds no PR point
+    assert len(detect_series([series.pk], "pr/123")) == 0  # too few points of its own
+
+
+@pytest.mark.django_db(transaction=True)
+def test_default_branches_are_set_per_repo_in_the_settings():
+    settings = DetectionSettings.load()
+    settings.repo_branches.create(repo="pytorch/*", branches="trunk, release")
+    assert DetectionSettings.load().branches_for("pytorch/ao") == ["trunk", "release"]
+    assert DetectionSettings.load().branches_for("meta/x") == ["main"]
+    for night in range(40):  # main is now nobody's default branch for pytorch/ao
+        upload(night, [record("m", levels(40, step_at=30, step=0.3)[night])])
+    assert not Regression.objects.exists()
 
 
 @pytest.mark.django_db
@@ -36,13 +71,15 @@ def test_detection_again_matches_the_records_and_reads_with_a_fixed_number_of_qu
     series = store_history(histories, metric=SPEEDUP)
     ids = [s.pk for s in series.values()]
     with CaptureQueriesContext(connection) as few:
-        detect_series(ids[:1])
-    created = detect_series(ids)
-    assert len(created) == 2 * 5  # both detectors, the five series not seen yet
+        detect_series(ids[:1], MAIN)
+    created = detect_series(ids, MAIN)
+    assert len(created) == 5  # one record per change: the five series not seen yet
     assert {(r.kind, r.first_bad_sha) for r in created} == {("regression", sha(25))}
+    assert all(r.evidence["hud_policy"]["kind"] == "regression" for r in created)
     with CaptureQueriesContext(connection) as again:
-        assert detect_series(ids) == []
-    assert Regression.objects.count() == 12
+        assert detect_series(ids, MAIN) == []
+    assert Regression.objects.count() == 6
+    assert AlertGroup.objects.count() == 1
     # Reading, settings, directions, records: the same for 1 or 6 series.
     assert len(again.captured_queries) <= len(few.captured_queries)
 
@@ -50,29 +87,29 @@ def test_detection_again_matches_the_records_and_reads_with_a_fixed_number_of_qu
 @pytest.mark.django_db
 def test_a_false_positive_is_not_raised_again_but_a_later_change_is():
     series = store_history({"m": levels(40, step_at=25, step=-0.2)})["m"]
-    detect_series([series.pk])
+    detect_series([series.pk], MAIN)
     regression = Regression.objects.get(detector=Detector.CHANGEPOINT)
     user = User.objects.create_user("triager")
     assert regression.triage("false_positive", user, "a driver update")
 
     upload(40, [record("m", levels(1, level=1.6, seed=40)[0])])  # the next point
-    assert detect_series([series.pk]) == []
+    assert detect_series([series.pk], MAIN) == []
     regression.refresh_from_db()
     assert regression.state == "false_positive"
 
     later = levels(30, level=1.6, step_at=15, step=0.25, seed=41)
     for night, values in enumerate(later, start=41):
         upload(night, [record("m", values)])
-    new = {r.detector: r for r in detect_series([series.pk])}
-    assert {(r.first_bad_sha, r.state, r.kind) for r in new.values()} == {
-        (sha(56), "open", "regression")}
-    assert set(new) == {Detector.CHANGEPOINT, Detector.HUD_POLICY}
+    [new] = detect_series([series.pk], MAIN)
+    assert (new.first_bad_sha, new.state, new.kind, new.detector) == (
+        sha(56), "open", "regression", Detector.CHANGEPOINT)
+    assert new.group != regression.group
 
 
 @pytest.mark.django_db
 def test_triage_records_who_when_and_why_and_refuses_a_stale_change():
     series = store_history({"m": levels(40, step_at=25, step=0.2)})["m"]
-    [regression, _hud] = sorted(detect_series([series.pk]), key=lambda r: r.detector)
+    [regression] = detect_series([series.pk], MAIN)
     user = User.objects.create_user("alice")
     assert regression.triage("acknowledged", user)
     assert not regression.triage("acknowledged", user)  # no change, no note
@@ -94,12 +131,12 @@ def test_triage_records_who_when_and_why_and_refuses_a_stale_change():
 def test_the_direction_override_and_unknown_directions():
     series = store_history({"m": levels(40, step_at=25, step=0.2)},
                            metric=("widgets", ""))["m"]
-    [change] = detect_series([series.pk])  # direction unknown: no HUD policy either
+    [change] = detect_series([series.pk], MAIN)  # direction unknown: no HUD policy either
     assert (change.kind, change.direction) == ("change", "")
     assert change.direction_rule.startswith("unknown: no table entry and no telling word")
     MetricDirection.objects.create(metric="widgets", direction="higher")
     Regression.objects.all().delete()
-    found = detect_series([series.pk])
+    found = detect_series([series.pk], MAIN)
     assert {r.detector: r.kind for r in found} == {"changepoint": "improvement"}
     assert found[0].direction_rule == "override: widgets: higher is better"
 
@@ -109,21 +146,22 @@ def test_a_change_recorded_meanwhile_by_a_concurrent_run_is_skipped(monkeypatch)
     series = store_history({"a": levels(40, step_at=25, step=0.3),
                             "b": levels(40, step_at=20, step=0.3, seed=1)})
     ids = [s.pk for s in series.values()]
-    [first, *_] = detect_series([series["a"].pk])
-    Regression.objects.exclude(pk=first.pk).delete()
+    [first] = detect_series([series["a"].pk], MAIN)
     # As if the other run's record had been stored after this run looked for records.
-    monkeypatch.setattr(detection, "_existing", lambda histories: defaultdict(list))
-    created = detect_series(ids)
+    monkeypatch.setattr(detection, "_existing", lambda *args: defaultdict(list))
+    created = detect_series(ids, MAIN)
     assert first.pk not in {r.pk for r in created}
-    assert len(created) == 3 and Regression.objects.count() == 4
+    assert len(created) == 1 and Regression.objects.count() == 2
     assert all(r.events.count() == 1 for r in Regression.objects.all())
 
 
 @pytest.mark.django_db
-def test_hud_episodes_close_together_are_one_record():
+def test_the_hud_policy_raises_alone_only_where_its_threshold_says_so():
     speedups = [[1.0]] * 30 + [[0.8]] * 2 + [[1.0]] * 3 + [[0.8]] * 2 + [[1.0]] * 5
     series = store_history({"m": speedups}, metric=SPEEDUP)["m"]
-    [record] = detect_series([series.pk])
+    assert detect_series([series.pk], MAIN) == []  # blips: no change point
+    DetectionSettings.load().thresholds.filter(metric="*speedup*").update(hud_raises=True)
+    [record] = detect_series([series.pk], MAIN)  # episodes close together: one record
     assert (record.detector, record.first_bad_sha) == ("hud_policy", sha(30))
 
 
@@ -133,6 +171,43 @@ def test_instruction_counts_raise_change_points_from_one_percent():
     step = {"add": levels(40, level=9000, step_at=30, step=0.02, noise=0.0005)}
     counts = store_history(step, metric=("instruction_count", "count"))["add"]
     times = store_history(step, metric=("Quantized Fwd Time (ms)", "ms"), first_night=0)["add"]
-    found = detect_series([counts.pk, times.pk])
+    found = detect_series([counts.pk, times.pk], MAIN)
     changepoints = [r for r in found if r.detector == Detector.CHANGEPOINT]
     assert [(r.series_id, r.first_bad_sha) for r in changepoints] == [(counts.pk, sha(30))]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_change_in_many_series_is_one_group_with_an_aligned_range():
+    # Five series step at night 30; a noisy one is placed a night off on its own.
+    histories = {f"m{n}": levels(40, step_at=30, step=0.25, seed=n) for n in range(5)}
+    store_history(histories)
+    assert {r.first_bad_sha for r in Regression.objects.all()} == {sha(30)}
+    [group] = AlertGroup.objects.all()
+    assert (group.last_good_sha, group.first_bad_sha, group.members.count()) == (
+        sha(29), sha(30), 5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_accuracy_from_pass_to_failure_is_raised_once():
+    def accuracy(value: str) -> dict:
+        return {**record("resnet50", [1.0]), "metric": {
+            "name": "accuracy", "benchmark_values": [],
+            "extra_info": {"benchmark_values": [value]}}}
+
+    for night in range(10):
+        upload(night, [accuracy("pass" if night < 6 else "fail_accuracy")])
+    [raised] = Regression.objects.all()
+    assert (raised.detector, raised.kind, raised.first_bad_sha, raised.last_good_sha) == (
+        Detector.ACCURACY, "regression", sha(6), sha(5))
+    assert (raised.baseline, raised.value, raised.magnitude) == (1.0, 0.0, -1.0)
+    assert str(raised).startswith("accuracy check in")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_metric_the_run_stops_reporting_is_raised():
+    for night in range(3):
+        upload(night, [record("a", [1.0]), record("b", [1.0])])
+    upload(3, [record("a", [1.0])])
+    [missing] = Regression.objects.all()
+    assert (missing.detector, missing.series.model, missing.first_bad_sha) == (
+        Detector.MISSING, "b", sha(3))

@@ -1,0 +1,49 @@
+from collections import Counter
+
+from django.core.management.base import BaseCommand, CommandError
+
+from benchsite.regressions.models import AlertGroup, Regression
+from benchsite.results.demo import injected, sha
+from benchsite.results.models import Upload
+
+
+class Command(BaseCommand):
+    help = ("On the demo data (load_demo): the regressions and alert groups detection made, "
+            "and which injected change each group matches. Exits 1 when an injected change "
+            "is not found in exactly one group, or a group matches none.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--nights", type=int, default=90,
+                            help="the nights load_demo was run with")
+
+    def handle(self, *args, nights, **options):
+        if not Upload.objects.filter(source=Upload.Source.DEMO).exists():
+            raise CommandError("no demo data: run `python manage.py load_demo` first")
+        night = {sha(n): n for n in range(nights)}
+        changes = injected(nights)
+        groups = list(AlertGroup.objects.prefetch_related("members__series")
+                      .order_by("first_bad_at", "pk"))
+        found: Counter[str] = Counter()
+        unmatched = 0
+        self.stdout.write(f"{Regression.objects.count()} regressions in {len(groups)} groups")
+        for group in groups:
+            members = list(group.members.all())
+            matched = [change.name for change in changes
+                       if night.get(group.first_bad_sha) == change.night
+                       and any(change.shows_in(member.series) for member in members)]
+            found.update(matched)
+            unmatched += not matched
+            kinds = Counter(f"{m.kind} ({m.get_detector_display()})" for m in members)
+            self.stdout.write(
+                f"  group {group.pk}: {group.repo}, nights {night.get(group.last_good_sha, '?')}"
+                f"..{night.get(group.first_bad_sha, '?')}, {len(members)} members "
+                f"[{', '.join(f'{n} {kind}' for kind, n in kinds.most_common())}]: "
+                f"{' + '.join(matched) or 'no injected change'}")
+        missed = [change.name for change in changes if found[change.name] != 1]
+        for change in changes:
+            self.stdout.write(f"  injected: {change.name} (night {change.night}): "
+                              f"{found[change.name]} group(s)")
+        if missed or unmatched:
+            raise CommandError(f"{len(missed)} injected change(s) not in exactly one group "
+                               f"({', '.join(missed) or 'none'}); {unmatched} group(s) match "
+                               "no injected change")
