@@ -43,6 +43,12 @@ def submit_job(spec_yaml: str, *, name: str, **options: Any) -> Job:
     return submit_plan(plan_spec(spec_yaml, name), name=name, **options)
 
 
+# A job run without a commit measures whatever the worker has installed: its runs are on
+# this branch, never a point of a default branch's history (detection, comparisons).
+ADHOC_BRANCH = "adhoc"
+DEFAULT_BRANCH = "main"  # a job given a commit but no branch
+
+
 def submit_plan(
     plan: Plan,
     *,
@@ -74,7 +80,8 @@ def submit_plan(
             name=name, family=plan.family.NAME, spec_yaml=plan.spec_yaml, queue=queue,
             submitted_via=via, submitted_by=user, submitted_token=token, timing=timing,
             config=config, repo=repo or settings.BENCH_JOB_REPO,
-            head_branch=head_branch or "main", head_sha=head_sha, cells_total=len(plan.cells),
+            head_branch=head_branch or (DEFAULT_BRANCH if head_sha else ADHOC_BRANCH),
+            head_sha=head_sha, cells_total=len(plan.cells),
         )
         if not head_sha:
             job.head_sha = f"job-{job.pk}"

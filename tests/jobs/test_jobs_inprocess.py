@@ -128,7 +128,8 @@ def test_job_pages(client):
     assert detail.content.count(b'class="status status-succeeded"') == 5  # job + 4 cells
     assert f"/api/v3/results?upload={job.cells.first().upload_id}".encode() in detail.content
     # the dashboard shows the job's results
-    dashboard = client.get(f"/quantization/?repo=pytorch/ao&sha={job.head_sha}&format=json")
+    dashboard = client.get(f"/quantization/?repo=pytorch/ao&branch=adhoc&sha={job.head_sha}"
+                           "&format=json")
     cells = dashboard.json()["tables"][1]["rows"]
     assert {(row[0], row[1]) for row in cells} == {
         (recipe, shape) for recipe in ("int8wo", "int8dq") for shape in ("32-64-64", "64-128-128")}
