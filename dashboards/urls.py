@@ -30,6 +30,8 @@ regressions = [
     path("", views.regressions_page, name="list"),
     path("<int:pk>/", views.regression_page, name="detail"),
     path("<int:pk>/triage", views.regression_triage, name="triage"),
+    path("reports/", views.reports_page, name="reports"),
+    path("reports/<int:pk>/", views.report_page, name="report"),
 ]
 
 recipes = [

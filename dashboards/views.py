@@ -18,6 +18,7 @@ from dashboards.pages import (
     quantization,
     recipes,
     regressions,
+    reports,
     runs,
     trends,
 )
@@ -56,3 +57,5 @@ job_page = _page(jobs.build_detail, "dashboards/job.html")
 regressions_page = _page(regressions.build_list, "dashboards/regressions.html")
 regression_page = _page(regressions.build_detail, "dashboards/regression.html")
 regression_triage = require_POST(regressions.triage)
+reports_page = _page(reports.build_list, "dashboards/reports.html")
+report_page = reports.formats(_page(reports.build_detail, "dashboards/report.html"))

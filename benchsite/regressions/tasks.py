@@ -6,11 +6,14 @@ they are sent), so at-least-once delivery and retries are safe.
 
 from __future__ import annotations
 
+from datetime import date
+
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from benchsite.regressions.detection import detect_runs
 from benchsite.regressions.notify import notify_regressions, notify_silences
+from benchsite.regressions.report import nightly_reports
 from benchsite.regressions.silence import check_stopped_reporting
 from benchsite.results.models import Run
 
@@ -33,3 +36,10 @@ def stopped_reporting() -> int:
     alerts = check_stopped_reporting()
     notify_silences(alerts)
     return len(alerts)
+
+
+@shared_task(**RETRY)
+def nightly_report(day: str | None = None) -> int:
+    """For django-celery-beat (a schedule is made by a migration): the nightly reports of
+    `day` (YYYY-MM-DD; default yesterday, UTC), each notified once; returns how many."""
+    return len(nightly_reports(date.fromisoformat(day) if day else None))

@@ -38,5 +38,8 @@ class Command(BaseCommand):
         store_for(connection).refresh_statistics()
         # Once over the whole history rather than after each of hundreds of uploads.
         call_command("detect_regressions", stdout=self.stdout)
+        # The nightly reports of the last week, so their pages have content (not sent).
+        call_command("nightly_report", day="latest", nights=7, output="summary",
+                     stdout=self.stdout)
         self.stdout.write(f"loaded {records} records in {uploads} uploads "
                           f"({time.perf_counter() - started:.1f} s)")

@@ -1,0 +1,220 @@
+"""The nightly report: states per series, markdown, JSON, the command, notification once,
+its pages and the home page's last-24-hours panel."""
+
+import json
+import re
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from django.utils.html import escape
+from django_celery_beat.models import PeriodicTask
+
+from benchsite.regressions import report as reports
+from benchsite.regressions.detection import detect_series
+from benchsite.regressions.models import (
+    AlertGroup,
+    NightlyReport,
+    NotificationTarget,
+    Regression,
+    SilenceAlert,
+)
+from tests.regressions.factory import DAY, H100, START, levels, record, store_history, upload
+
+pytestmark = pytest.mark.django_db
+A100 = "NVIDIA A100-SXM4-80GB"
+NIGHT = 27  # the night the step at night 25 is raised (3 points at the new level)
+HOSTILE = "<b>bench</b> | *x* [y](z)"
+
+
+def night_day(night: int) -> date:
+    return datetime.fromtimestamp(START + night * DAY, UTC).date()
+
+
+@pytest.fixture
+def history():
+    """On the H100, 30 nights: a regression and an improvement from night 25 (raised on
+    night 27), two nights far out on nights 26-27 (too few for a change point), and a
+    steady series; on the A100, a series reporting since night 20 only."""
+    blip = levels(26, seed=3) + [[3.0, 3.0, 3.0]] * 2 + levels(2, seed=4)
+    series = store_history({"worse": levels(30, step_at=25, step=0.3),
+                            "better": levels(30, step_at=25, step=-0.3, seed=2),
+                            "blip": blip, "steady": levels(30, seed=1)})
+    for offset, values in enumerate(levels(10, seed=5)):
+        upload(20 + offset, [record("young", values, arch=A100)], job=1)
+    found = detect_series([s.pk for s in series.values()], "main")
+    assert {(r.series.model, r.kind, r.detected_at.date()) for r in found} == {
+        ("worse", "regression", night_day(NIGHT)), ("better", "improvement", night_day(NIGHT))}
+    return found
+
+
+def test_each_series_is_counted_in_its_state_per_benchmark_and_device(history):
+    with CaptureQueriesContext(connection) as queries:
+        report = reports.build_report("pytorch/ao", "main", night_day(NIGHT))
+    assert len(queries) < 20  # histories are read in one query per chunk, not per series
+    a100, h100 = report.rows
+    assert h100 == {"benchmark": "micro-benchmark api", "device": "cuda", "arch": H100,
+                    "total": 4, "regression": 1, "improvement": 1, "suspicious": 1,
+                    "no_regression": 1, "insufficient_data": 0,
+                    "groups": sorted({r.group_id for r in history})}
+    assert (a100["arch"], a100["total"], a100["insufficient_data"]) == (A100, 1, 1)
+    assert reports.totals(report.rows)["total"] == 5
+
+    # A night later nothing is raised: the step still violates the HUD's window
+    # (suspicious), the young series has 9 points; the blip's night has passed.
+    later = reports.build_report("pytorch/ao", "main", night_day(NIGHT + 2))
+    a100, h100 = later.rows
+    assert (h100["regression"], h100["improvement"], h100["suspicious"]) == (0, 0, 1)
+    assert h100["no_regression"] == 3 and h100["groups"] == []
+    assert (a100["insufficient_data"], a100["no_regression"]) == (0, 1)
+
+    # Building again replaces the day's report.
+    again = reports.build_report("pytorch/ao", "main", night_day(NIGHT))
+    assert again.pk == report.pk and NightlyReport.objects.count() == 2
+    assert reports.build_report("pytorch/ao", "main", night_day(40)).rows == []
+
+
+def test_the_markdown_is_a_github_comment_with_names_escaped(settings):
+    settings.BENCH_SITE_URL = "https://bench.example/"
+    store_history({"m<1>": levels(12)}, benchmark=HOSTILE, arch="GPU | *fast*")
+    report = reports.build_report("pytorch/ao", "main", night_day(11))
+    text = reports.report_markdown(report)
+    assert text.startswith("## Nightly benchmark report: pytorch/ao @ main, ")
+    assert "**1 series**: 0 regressions, 0 suspicious, 0 improvements, 1 no regression, " \
+           "0 insufficient data." in text
+    assert "### &lt;b&gt;bench&lt;/b&gt; \\| \\*x\\* \\[y\\](z)" in text
+    assert "<b>" not in text and "GPU \\| \\*fast\\*" in text
+    [row] = [line for line in text.splitlines() if line.startswith("| GPU")]
+    assert len(re.findall(r"(?<!\\)\|", row)) == 9  # 8 cells: no table break
+    assert f"(https://bench.example/regressions/reports/{report.pk}/)" in text
+    assert "(https://bench.example/trends/?repo=pytorch%2Fao&benchmark=%3Cb%3Ebench" in text
+
+
+def test_the_json_has_totals_rows_and_absolute_links(history, settings):
+    settings.BENCH_SITE_URL = "https://bench.example"
+    report = reports.build_report("pytorch/ao", "main", night_day(NIGHT))
+    data = json.loads(json.dumps(reports.report_json(report)))
+    assert set(data) == {"id", "repo", "branch", "day", "url", "markdown_url",
+                         "regressions_url", "created_at", "notified_at", "totals", "groups",
+                         "rows"}
+    assert (data["repo"], data["branch"], data["day"]) == ("pytorch/ao", "main",
+                                                            str(night_day(NIGHT)))
+    assert data["url"] == f"https://bench.example/regressions/reports/{report.pk}/"
+    assert data["totals"] == {"total": 5, "regression": 1, "suspicious": 1, "improvement": 1,
+                              "no_regression": 1, "insufficient_data": 1}
+    row = data["rows"][1]
+    assert set(row) == {"benchmark", "device", "arch", "total", "regression", "suspicious",
+                        "improvement", "no_regression", "insufficient_data", "links"}
+    assert row["links"]["trends"].startswith("https://bench.example/trends/?repo=pytorch%2Fao")
+    assert row["links"]["regressions"].startswith("https://bench.example/regressions/?state=any")
+    assert [g["id"] for g in row["links"]["groups"]] == sorted({r.group_id for r in history})
+    assert all(g["url"].startswith("https://bench.example/") for g in data["groups"])
+    assert data["notified_at"] is None
+
+
+def test_the_command_prints_reports_and_fails_clearly_when_there_is_nothing(history, capsys):
+    with pytest.raises(CommandError, match="unknown repo 'nobody/nothing'"):
+        call_command("nightly_report", repo="nobody/nothing", day=str(night_day(NIGHT)))
+    with pytest.raises(CommandError, match=f"nothing to report for {night_day(40)}"):
+        call_command("nightly_report", day=str(night_day(40)))
+    with pytest.raises(CommandError, match="--day 'soon'"):
+        call_command("nightly_report", day="soon")
+
+    call_command("nightly_report", day=str(night_day(NIGHT)))
+    assert capsys.readouterr().out.startswith("## Nightly benchmark report: pytorch/ao @ main")
+    call_command("nightly_report", "--format", "json", "--day", "latest", "--nights", "3",
+                 "--repo", "pytorch/ao")
+    printed = json.loads(capsys.readouterr().out)
+    assert [report["day"] for report in printed] == [str(night_day(n)) for n in (27, 28, 29)]
+    assert NightlyReport.objects.filter(notified_at__isnull=False).count() == 0
+
+
+def test_each_report_is_sent_to_the_matching_targets_once(history, webhook, mailoutbox,
+                                                          settings):
+    settings.BENCH_SITE_URL = "https://bench.example"
+    NotificationTarget.objects.create(name="hook", kind="webhook", url=webhook.url + "/hook")
+    NotificationTarget.objects.create(name="slack", kind="slack", url=webhook.url + "/slack")
+    NotificationTarget.objects.create(name="team", kind="email", email="team@example.com")
+    NotificationTarget.objects.create(name="other", kind="webhook", url=webhook.url + "/other",
+                                      benchmark="TorchInductor*")
+
+    [report] = reports.nightly_reports(night_day(NIGHT))
+    assert reports.nightly_reports(night_day(NIGHT)) == [report]  # built again: not resent
+    call_command("nightly_report", day=str(night_day(NIGHT)), notify=True)
+
+    received = dict(webhook.received)
+    assert len(webhook.received) == 2 and set(received) == {"/hook", "/slack"}
+    hook = received["/hook"]
+    assert set(hook) == {"event", "repo", "branch", "day", "url", "markdown", "rows"}
+    assert (hook["event"], hook["day"]) == ("nightly_report", str(night_day(NIGHT)))
+    assert hook["markdown"] == reports.report_markdown(report)
+    assert len(hook["rows"]) == 2 and hook["rows"][1]["regression"] == 1
+    slack = received["/slack"]
+    assert slack["text"].startswith("Nightly report pytorch/ao@main")
+    assert "1 regression, 1 suspicious of 5 series" in slack["text"]
+    assert f"<https://bench.example/regressions/reports/{report.pk}/|Full report>" in (
+        slack["blocks"][1]["text"]["text"])
+    [mail] = mailoutbox
+    assert mail.subject == f"[benchsite] {reports.headline(report)}"
+    assert mail.body == reports.report_markdown(report)
+    report.refresh_from_db()
+    assert report.notified_at is not None
+
+
+def test_the_nightly_report_is_scheduled_daily_at_six_utc():
+    task = PeriodicTask.objects.get(task="benchsite.regressions.tasks.nightly_report")
+    assert (task.crontab.hour, task.crontab.minute, str(task.crontab.timezone)) == (
+        "6", "0", "UTC")
+
+
+def test_the_report_pages(history, client):
+    report = reports.build_report("pytorch/ao", "main", night_day(NIGHT))
+    listed = client.get("/regressions/reports/")
+    assert listed.status_code == 200
+    assert f'href="/regressions/reports/{report.pk}/"' in listed.content.decode()
+    assert client.get("/regressions/reports/?format=json").json()["tables"][0]["rows"][0][:5] \
+        == [str(night_day(NIGHT)), "pytorch/ao", "main", 5, 1]
+
+    page = client.get(f"/regressions/reports/{report.pk}/")
+    html = page.content.decode()
+    assert page.status_code == 200 and H100 in html and A100 in html
+    assert 'id="markdown"' in html and "## Nightly benchmark report" in html
+    assert "/trends/?repo=pytorch%2Fao" in html
+    as_json = client.get(f"/regressions/reports/{report.pk}/?format=json")
+    assert as_json.json()["totals"]["regression"] == 1
+    markdown = client.get(f"/regressions/reports/{report.pk}/?format=markdown")
+    assert markdown["Content-Type"].startswith("text/markdown")
+    assert markdown.content.decode() == reports.report_markdown(report)
+    csv = client.get(f"/regressions/reports/{report.pk}/?format=csv")
+    assert csv.status_code == 200 and "insufficient data" in csv.content.decode()
+    assert client.get("/regressions/reports/999999/").status_code == 404
+
+
+def test_the_home_page_shows_the_last_24_hours(client):
+    group = AlertGroup.objects.create(repo="pytorch/ao", branch="main", first_bad_sha="b" * 40,
+                                      first_bad_at=timezone.now())
+    report = NightlyReport.objects.create(repo="pytorch/ao", branch="main",
+                                          day=date(2025, 11, 7), rows=[])
+    SilenceAlert.objects.create(key="k", repo="pytorch/ao", arch="Silent GPU 9000",
+                                last_seen=timezone.now() - timedelta(days=3),
+                                usual_gap=timedelta(days=1), runs_seen=9)
+    html = client.get("/").content.decode()
+    assert "Last 24 hours" in html and "Nothing in the last 24 hours" not in html
+    assert escape(reports.group_path(group.pk)) in html and "0 members" in html
+    assert report.get_absolute_url() in html and "Silent GPU 9000" in html
+
+
+def test_the_home_page_falls_back_to_the_latest_when_the_last_day_was_quiet(history, client):
+    old = timezone.now() - timedelta(days=30)
+    report = reports.build_report("pytorch/ao", "main", night_day(NIGHT))
+    NightlyReport.objects.update(created_at=old)
+    AlertGroup.objects.update(created_at=old)  # its members were detected in 2025
+    html = client.get("/").content.decode()
+    assert "Nothing in the last 24 hours" in html
+    assert report.get_absolute_url() in html
+    group = Regression.objects.filter(kind="regression").get().group
+    assert escape(reports.group_path(group.pk)) in html and "1 regression)" in html
+    assert "Every device that reports regularly is reporting." in html
