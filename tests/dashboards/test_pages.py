@@ -167,7 +167,7 @@ def test_untrusted_names_are_text_everywhere(client, db):
 def test_compare_page_counts_changes_and_drills_down(client, demo):
     base, head = sha(0), sha(7)
     page = get_json(client, f"/compare/{base}...{head}?repo=pytorch/ao")
-    assert page["filters"]["verdict"] in ("regressed", "improved", "unchanged")
+    assert page["filters"]["verdict"] in ("regression", "improvement", "unchanged")
     summary, series = page["tables"]
     assert summary["columns"][:5] == ["benchmark", "metric", "device", "geomean head/base",
                                       "common"]

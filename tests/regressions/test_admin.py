@@ -39,7 +39,7 @@ def test_settings_are_one_row_with_the_hud_thresholds_made_when_first_needed(adm
 
 def test_the_admin_lists_regressions_and_its_actions_record_who(admin_client):
     series = store_history({"m": levels(40, step_at=25, step=0.3)})["m"]
-    detect_series([series.pk])
+    detect_series([series.pk], "main")
     ids = list(Regression.objects.values_list("pk", flat=True))
     listing = admin_client.get("/admin/regressions/regression/?state__exact=open")
     assert listing.status_code == 200
@@ -56,7 +56,7 @@ def test_the_admin_lists_regressions_and_its_actions_record_who(admin_client):
 
 def test_the_admin_shows_which_rule_judges_a_metric(admin_client):
     series = store_history({"m": levels(40, step_at=25, step=0.3)})["m"]
-    [regression, *_] = detect_series([series.pk])
+    [regression, *_] = detect_series([series.pk], "main")
     page = admin_client.get(f"/admin/regressions/regression/{regression.pk}/change/")
     assert "table: micro-benchmark api / Quantized Fwd Time (ms)" in page.content.decode()
     MetricDirection.objects.create(metric="batch_size", direction="lower")
