@@ -30,6 +30,9 @@ regressions = [
     path("", views.regressions_page, name="list"),
     path("<int:pk>/", views.regression_page, name="detail"),
     path("<int:pk>/triage", views.regression_triage, name="triage"),
+    path("triage", views.bulk_triage, name="bulk-triage"),
+    path("groups/<int:pk>/", views.group_page, name="group"),
+    path("groups/<int:pk>/triage", views.group_triage, name="group-triage"),
     path("reports/", views.reports_page, name="reports"),
     path("reports/<int:pk>/", views.report_page, name="report"),
 ]

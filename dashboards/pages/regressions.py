@@ -1,52 +1,211 @@
-"""Regressions pages: the list (filters in the URL, every match as CSV, silent devices) and a
-regression's page (its series' chart with the change marked, history and triage), with the
-triage form's POST."""
+"""Regressions pages: the list of alert groups (filters in the URL, each group expandable to
+its members, bulk triage, every matching regression as CSV, silent devices), a group's page
+and a regression's page (its series' chart with the change marked, its group and siblings,
+history and triage), with the triage forms' POSTs.
+
+The list pages over rows that are alert groups, newest first (by the group's first bad
+commit time); a regression without a group (recorded before groups existed) is a row of its
+own. Filters select the groups with at least one matching member; a row then sums up all of
+its group's members. Magnitudes are read "in the better sense" (`benchsite.regressions.
+groups`): the worst is the most negative."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, time, timedelta
+
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db.models import BigIntegerField, Case, Count, F, Prefetch, Q, When
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from benchsite.regressions.charts import series_chart_payload
 from benchsite.regressions.detect import hud_policy
 from benchsite.regressions.forms import FilterForm, TriageForm
+from benchsite.regressions.groups import (
+    Summary,
+    change_text,
+    github_compare_url,
+    summarize,
+    triage_members,
+)
 from benchsite.regressions.history import recent
-from benchsite.regressions.models import DetectionSettings, Regression, SilenceAlert
+from benchsite.regressions.models import (
+    AlertGroup,
+    DetectionSettings,
+    Detector,
+    Regression,
+    SilenceAlert,
+)
 from benchsite.results.models import Result
+from dashboards.pages.common import compare_url, page_url
 from dashboards.render import Page, Table
 from dashboards.state import State
 
 TRIAGE_PERMISSION = "regressions.change_regression"
-PAGE_SIZE = 100
+PAGE_SIZE = 25  # groups (and ungrouped regressions) per page
 CHART_POINTS = 400  # the latest points of the series charted
+SIBLINGS = 50  # other members of its group listed on a regression's page
+TREND_BEFORE, TREND_AFTER = timedelta(days=30), timedelta(days=14)
+NUMERIC = (Detector.CHANGEPOINT, Detector.HUD_POLICY)
+ACCURACY = "accuracy"  # a metric the trends page shows as a passrate, not a geomean
 COLUMNS = ["id", "url", "state", "kind", "detector", "repo", "benchmark", "model", "backend",
            "mode", "dtype", "device", "arch", "metric", "direction", "magnitude", "baseline",
            "value", "confidence", "last_good_sha", "first_bad_sha", "first_bad_at",
-           "created_at"]
+           "created_at", "branch", "group"]
+GROUP_COLUMNS = ["group", "url", "repo", "branch", "state", "last_good_sha", "first_bad_sha",
+                 "first_bad_at", "members", "regressions", "improvements", "others",
+                 "benchmarks", "devices", "recipes or backends", "median change",
+                 "worst change", "compare", "github"]
+
+
+class GroupFilterForm(FilterForm):
+    """The list's filters: those of the regressions (a group is listed when a member
+    matches), and dates of the group's first bad commit (`start`..`end`, inclusive)."""
+
+    start = forms.DateField(required=False, label="From",
+                            widget=forms.DateInput(attrs={"type": "date"}))
+    end = forms.DateField(required=False, label="To",
+                          widget=forms.DateInput(attrs={"type": "date"}))
+
+    def clean(self):
+        data = super().clean()
+        if data.get("start") and data.get("end") and data["start"] > data["end"]:
+            raise forms.ValidationError("From must be on or before To")
+        return data
+
+    def regressions(self):
+        """The matching regressions, with `listed_at`: their group's first bad time (their
+        own without a group), within the dates."""
+        found = super().regressions().annotate(
+            listed_at=Coalesce("group__first_bad_at", "first_bad_at"))
+        if self.is_valid():
+            if self.cleaned_data["start"]:
+                found = found.filter(listed_at__gte=_midnight(self.cleaned_data["start"]))
+            if self.cleaned_data["end"]:
+                found = found.filter(listed_at__lt=_midnight(self.cleaned_data["end"])
+                                     + timedelta(days=1))
+        return found
+
+
+def _midnight(day) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+class BulkTriageForm(TriageForm):
+    groups = forms.ModelMultipleChoiceField(AlertGroup.objects.all(), required=False)
+    regressions = forms.ModelMultipleChoiceField(Regression.objects.all(), required=False)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("groups") and not data.get("regressions"):
+            raise forms.ValidationError("select at least one group")
+        return data
+
+
+def _members_query():
+    return Regression.objects.select_related("series").order_by("-first_bad_at", "id")
 
 
 def build_list(state: State) -> Page:
-    form = FilterForm(state.query)
-    regressions = form.regressions()
-    listed = Paginator(regressions, PAGE_SIZE).get_page(state.query.get("page"))
+    form = GroupFilterForm(state.query)
+    found = form.regressions()
+    rows = (found.order_by()
+            .annotate(single=Case(When(group__isnull=True, then=F("pk")), default=None,
+                                  output_field=BigIntegerField()))
+            .values("group", "single", "listed_at").annotate(matching=Count("pk"))
+            .order_by(F("listed_at").desc(), F("group").desc(nulls_last=True),
+                      F("single").desc(nulls_last=True)))
+    listed = Paginator(rows, PAGE_SIZE).get_page(state.query.get("page"))
+    every = state.csv and state.query.get("table") == "groups"
+    entries = _entries(list(rows) if every else list(listed))
     table = Table("regressions", COLUMNS, [])
-    for regression in regressions if state.csv else listed:
-        table.rows.append(_row(state, regression))
+    if state.csv:
+        if not every:
+            table.rows = [_row(state, regression) for regression in found]
+    else:
+        table.rows = [_row(state, member) for entry in entries
+                      for member in entry["summary"].members]
+    groups = Table("groups", GROUP_COLUMNS, [_group_row(state, entry) for entry in entries])
     query = state.query.copy()
     query.pop("page", None)
+    filters = {**(form.cleaned_data if form.is_valid() else {}), "page": listed.number}
     return Page(
-        title="Regressions",
-        filters={**(form.cleaned_data if form.is_valid() else {}), "page": listed.number},
-        tables=[table],
-        context={"form": form, "listed": listed, "query": query.urlencode(),
+        title="Regressions", filters=filters, tables=[table, groups],
+        context={"form": form, "listed": listed, "entries": entries,
+                 "query": query.urlencode(), "triage_form": TriageForm(),
+                 "can_triage": state.request.user.has_perm(TRIAGE_PERMISSION),
                  "silences": SilenceAlert.objects.filter(resolved_at__isnull=True)
                  .select_related("series").order_by("-last_seen")},
     )
+
+
+def _entries(rows: list[dict]) -> list[dict]:
+    """A listed row per group (its members loaded) or ungrouped regression, in `rows`' order:
+    three queries whatever the number of rows."""
+    group_ids = [row["group"] for row in rows if row["group"] is not None]
+    single_ids = [row["single"] for row in rows if row["group"] is None]
+    groups = AlertGroup.objects.prefetch_related(Prefetch("members", _members_query()))
+    groups = groups.in_bulk(group_ids) if group_ids else {}
+    singles = _members_query().in_bulk(single_ids) if single_ids else {}
+    entries = []
+    for row in rows:
+        group = groups.get(row["group"])
+        single = singles.get(row["single"])
+        if group is None and single is None:
+            continue  # deleted meanwhile
+        entries.append(_entry(group, single, row["matching"]))
+    return entries
+
+
+def _entry(group: AlertGroup | None, single: Regression | None, matching: int) -> dict:
+    if group is not None:
+        summary = summarize(group.members.all())
+        where = group
+    else:
+        summary = summarize([single])
+        where = single
+    repo = group.repo if group is not None else single.series.repo
+    return {"group": group, "regression": single, "summary": summary, "matching": matching,
+            "repo": repo, "branch": where.branch, "last_good_sha": where.last_good_sha,
+            "first_bad_sha": where.first_bad_sha, "first_bad_at": where.first_bad_at,
+            "url": where.get_absolute_url(),
+            "members": [_member(member) for member in summary.members],
+            "links": _links(repo, where.branch, where.last_good_sha, where.first_bad_sha,
+                            where.last_good_at, where.first_bad_at, summary)}
+
+
+def _member(regression: Regression) -> dict:
+    return {"regression": regression, "series": regression.series,
+            "change": change_text(regression)}
+
+
+def _links(repo: str, branch: str, last_good_sha: str, first_bad_sha: str, last_good_at,
+           first_bad_at, summary: Summary) -> dict:
+    """The compare page and GitHub range of a commit range, and per benchmark its trends
+    around the change (on the device and metric when all its members share one)."""
+    start = (last_good_at or first_bad_at) - TREND_BEFORE
+    end = first_bad_at + TREND_AFTER
+    trends = []
+    for benchmark in summary.benchmarks:
+        series = [m.series for m in summary.members if m.series.benchmark == benchmark]
+        archs = {s.arch for s in series}
+        metrics = {s.metric for s in series}
+        metric = metrics.pop() if len(metrics) == 1 else ""
+        trends.append({"benchmark": benchmark, "url": page_url(
+            "dashboards:trends", repo=repo, benchmark=benchmark, branch=branch,
+            arch=archs.pop() if len(archs) == 1 else "",
+            metric=metric if metric != ACCURACY else "",  # the trends chart passrates apart
+            start=start.date().isoformat(), end=end.date().isoformat())})
+    return {"compare": compare_url(repo, last_good_sha, first_bad_sha),
+            "github": github_compare_url(repo, last_good_sha, first_bad_sha),
+            "trends": trends}
 
 
 def _row(state: State, regression: Regression) -> list:
@@ -57,11 +216,41 @@ def _row(state: State, regression: Regression) -> list:
             series.device, series.arch, series.metric, regression.direction,
             regression.magnitude, regression.baseline, regression.value, regression.confidence,
             regression.last_good_sha, regression.first_bad_sha,
-            regression.first_bad_at.isoformat(), regression.created_at.isoformat()]
+            regression.first_bad_at.isoformat(), regression.created_at.isoformat(),
+            regression.branch, regression.group_id]
+
+
+def _group_row(state: State, entry: dict) -> list:
+    summary, links = entry["summary"], entry["links"]
+    absolute = state.request.build_absolute_uri
+    return [entry["group"].pk if entry["group"] else None, absolute(entry["url"]),
+            entry["repo"], entry["branch"], summary.state, entry["last_good_sha"],
+            entry["first_bad_sha"], entry["first_bad_at"].isoformat(), len(summary.members),
+            summary.regressions, summary.improvements, summary.others,
+            ", ".join(summary.benchmarks), ", ".join(summary.devices),
+            ", ".join(summary.variants), summary.median, summary.worst,
+            absolute(links["compare"]) if links["compare"] else None, links["github"] or None]
+
+
+def build_group(state: State, pk: int) -> Page:
+    group = get_object_or_404(
+        AlertGroup.objects.prefetch_related(Prefetch("members", _members_query())), pk=pk)
+    entry = _entry(group, None, 0)
+    summary = entry["summary"]
+    members = Table("members", COLUMNS, [_row(state, m) for m in summary.members])
+    uniform = next(iter(summary.states)) if len(summary.states) == 1 else None
+    return Page(
+        title=f"Alert group {group.pk}", filters={"group": group.pk},
+        tables=[members, Table("group", GROUP_COLUMNS, [_group_row(state, entry)])],
+        context={"group": group, "entry": entry, "summary": summary,
+                 "form": TriageForm(initial={"state": uniform}),
+                 "can_triage": state.request.user.has_perm(TRIAGE_PERMISSION)},
+    )
 
 
 def build_detail(state: State, pk: int) -> Page:
-    regression = get_object_or_404(Regression.objects.select_related("series"), pk=pk)
+    regression = get_object_or_404(Regression.objects.select_related("series", "group"),
+                                   pk=pk)
     series = regression.series
     latest = Result.objects.filter(series=series).order_by("-timestamp", "-id")
     results = list(latest.select_related("run").only(
@@ -72,19 +261,73 @@ def build_detail(state: State, pk: int) -> Page:
     history = Table("history", ["when", "who", "from", "to", "note"], [
         [event.created_at.isoformat(), str(event.user or "detector"), event.from_state or None,
          event.to_state, event.note or None] for event in events])
+    siblings, more = [], 0
+    group = regression.group
+    if group is not None:
+        others = _members_query().filter(group=group).exclude(pk=regression.pk)
+        siblings = [_member(m) for m in others[:SIBLINGS]]
+        more = others.count() - len(siblings) if len(siblings) == SIBLINGS else 0
+    links = _links(series.repo, regression.branch, regression.last_good_sha,
+                   regression.first_bad_sha, regression.last_good_at, regression.first_bad_at,
+                   summarize([regression]))
+    trends = {"repo": series.repo, "benchmark": series.benchmark, "branch": regression.branch,
+              "arch": series.arch, "mode": series.mode, "dtype": series.dtype,
+              "backend": series.backend,
+              "metric": series.metric if series.metric != ACCURACY else "",
+              "start": ((regression.last_good_at or regression.first_bad_at)
+                        - TREND_BEFORE).date().isoformat(),
+              "end": (regression.first_bad_at + TREND_AFTER).date().isoformat()}
+    links["trends"] = [{"benchmark": series.benchmark,
+                        "url": page_url("dashboards:trends", **trends)}]
+    links["explorer"] = page_url("dashboards:explorer", repo=series.repo,
+                                 benchmark=series.benchmark, model=series.model,
+                                 metric=series.metric, arch=series.arch,
+                                 branch=regression.branch, start=trends["start"],
+                                 end=trends["end"])
+    siblings_table = Table("siblings", ["id", "url", "kind", "benchmark", "model", "metric",
+                                        "device", "magnitude", "state"], [
+        [s["regression"].pk, state.request.build_absolute_uri(
+            s["regression"].get_absolute_url()), s["regression"].kind, s["series"].benchmark,
+         s["series"].model, s["series"].metric, s["series"].arch or s["series"].device,
+         s["regression"].magnitude, s["regression"].state] for s in siblings])
     return Page(
-        title=f"Regression {regression.pk}", filters={"regression": regression.pk},
-        tables=[history], figures=[chart],
+        title=f"Regression {regression.pk}",
+        filters={"regression": regression.pk, "group": regression.group_id},
+        tables=[history, siblings_table], figures=[chart],
         context={"regression": regression, "series": series, "events": events,
-                 "hud_status": _hud_status(regression),
+                 "hud_status": _hud_status(regression), "evidence": _evidence(regression),
+                 "change": change_text(regression), "group": group, "siblings": siblings,
+                 "more_siblings": more, "links": links,
                  "form": TriageForm(initial={"state": regression.state}),
                  "can_triage": state.request.user.has_perm(TRIAGE_PERMISSION)},
     )
 
 
+def _evidence(regression: Regression) -> list[str]:
+    """What other detectors said of the same change, one line each: "HUD policy:
+    regression (-12.0 %, 4 violations in a row)"."""
+    lines = []
+    for name, said in sorted((regression.evidence or {}).items()):
+        label = Detector(name).label if name in Detector.values else name
+        if not isinstance(said, dict):
+            lines.append(f"{label}: {said}")
+            continue
+        details = []
+        if isinstance(said.get("magnitude"), int | float):
+            details.append(f"{said['magnitude'] * 100:+.1f} %")
+        if isinstance(said.get("violations"), int):
+            details.append(f"{said['violations']} violations in a row")
+        if said.get("first_bad_at"):
+            details.append(f"from {str(said['first_bad_at'])[:16].replace('T', ' ')}")
+        verdict = str(said.get("status") or said.get("kind") or "no verdict")
+        lines.append(f"{label}: {verdict}" + (f" ({', '.join(details)})" if details else ""))
+    return lines
+
+
 def _hud_status(regression: Regression) -> str | None:
-    """The HUD policy's verdict on the series' latest points (None: direction unknown)."""
-    if not regression.direction:
+    """The HUD policy's verdict on the series' latest points (None: direction unknown, or
+    not a numeric change)."""
+    if not regression.direction or regression.detector not in NUMERIC:
         return None
     settings = DetectionSettings.load()
     history = recent([regression.series_id], settings.history_points,
@@ -95,17 +338,31 @@ def _hud_status(regression: Regression) -> str | None:
     return hud_policy.status(history.values, regression.direction, params)
 
 
+def _may_triage(request: HttpRequest, back: str) -> HttpResponse | None:
+    """A redirect to the site's login for anonymous users; PermissionDenied without the
+    permission; None when the user may triage."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(back)
+    if not request.user.has_perm(TRIAGE_PERMISSION):
+        raise PermissionDenied("triage needs the permission to change regressions")
+    return None
+
+
+def _form_errors(request: HttpRequest, form: forms.Form) -> None:
+    messages.error(request, "; ".join(
+        f"{field}: {' '.join(errors)}" if field != "__all__" else " ".join(errors)
+        for field, errors in form.errors.items()))
+
+
 def triage(request: HttpRequest, pk: int) -> HttpResponse:
     """The triage form's POST: a new state and a note, then back to the regression's page."""
     regression = get_object_or_404(Regression, pk=pk)
-    if not request.user.is_authenticated:
-        return redirect_to_login(regression.get_absolute_url(), reverse("admin:login"))
-    if not request.user.has_perm(TRIAGE_PERMISSION):
-        raise PermissionDenied("triage needs the permission to change regressions")
+    refused = _may_triage(request, regression.get_absolute_url())
+    if refused:
+        return refused
     form = TriageForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "; ".join(f"{field}: {' '.join(errors)}"
-                                          for field, errors in form.errors.items()))
+        _form_errors(request, form)
     elif regression.triage(form.cleaned_data["state"], request.user,
                            form.cleaned_data["note"]):
         messages.success(request, f"Marked {regression.get_state_display()}.")
@@ -113,3 +370,54 @@ def triage(request: HttpRequest, pk: int) -> HttpResponse:
         messages.warning(request, "Nothing recorded: the same state and no note, or someone "
                                   "changed it meanwhile.")
     return redirect(regression)
+
+
+def group_triage(request: HttpRequest, pk: int) -> HttpResponse:
+    """A group's triage form: the state and note applied to every member (each gets its
+    event), then back to the group's page."""
+    group = get_object_or_404(AlertGroup, pk=pk)
+    refused = _may_triage(request, group.get_absolute_url())
+    if refused:
+        return refused
+    form = TriageForm(request.POST)
+    if not form.is_valid():
+        _form_errors(request, form)
+    else:
+        members = list(group.members.all())
+        _triaged(request, form, members, triage_members(
+            members, form.cleaned_data["state"], request.user, form.cleaned_data["note"]))
+    return redirect(group)
+
+
+def bulk_triage(request: HttpRequest) -> HttpResponse:
+    """The list's form: the state and note applied to every member of the selected groups
+    (and to selected ungrouped regressions), then back to the list."""
+    back = request.POST.get("next", "")
+    if not back.startswith("/") or not url_has_allowed_host_and_scheme(
+            back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        back = reverse("regressions:list")
+    refused = _may_triage(request, back)
+    if refused:
+        return refused
+    form = BulkTriageForm(request.POST)
+    if not form.is_valid():
+        _form_errors(request, form)
+        return redirect(back)
+    data = form.cleaned_data
+    members = list(Regression.objects.filter(
+        Q(group__in=data["groups"]) | Q(pk__in=data["regressions"])).order_by("pk"))
+    changed = triage_members(members, data["state"], request.user, data["note"])
+    _triaged(request, form, members, changed, groups=len(data["groups"]))
+    return redirect(back)
+
+
+def _triaged(request: HttpRequest, form: forms.Form, members: list, changed: int,
+             groups: int | None = None) -> None:
+    label = dict(Regression.State.choices)[form.cleaned_data["state"]].lower()
+    where = f" in {groups} group{'s' if groups != 1 else ''}" if groups else ""
+    text = f"Marked {changed} of {len(members)} regression{'s' if len(members) != 1 else ''}"
+    if changed:
+        messages.success(request, f"{text}{where} {label}.")
+    else:
+        messages.warning(request, f"{text}{where} {label}: nothing recorded (the same state "
+                                  "and no note, or someone changed them meanwhile).")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 
 import numpy as np
 import orjson
 
+from benchsite.regressions.models import AlertGroup, Regression, RegressionEvent
 from benchsite.results.ingest import Stored, store_upload
-from benchsite.results.models import Series, Upload
+from benchsite.results.models import Run, Series, Upload
 
 START = 1_760_000_000  # night 0, Unix seconds
 DAY = 86_400
@@ -65,3 +67,48 @@ def store_history(histories: dict[str, list[list[float]]], metric=TIME, first_ni
                 for model, values in histories.items()])
     return {s.model: s for s in Series.objects.filter(model__in=list(histories),
                                                       metric=metric[0])}
+
+
+def at(night: int, job: int = 0) -> datetime:
+    """The time of a night's upload (its runs' timestamp)."""
+    return datetime.fromtimestamp(START + night * DAY + 60 * job, UTC)
+
+
+def make_regression(series: Series, night: int, *, kind: str = "regression",
+                    magnitude: float = 0.2, detector: str = "changepoint",
+                    state: str = "open", branch: str = "main", good_night: int | None = None,
+                    **fields) -> Regression:
+    """A record as detection makes it (with its first event), first bad at `night`, last
+    good at `good_night` (default the night before), on the runs stored for those nights."""
+    good_night = night - 1 if good_night is None else good_night
+    runs = {run.head_sha: run for run in Run.objects.filter(
+        repo=series.repo, head_sha__in=[sha(night), sha(good_night)])}
+    accuracy = detector in ("accuracy", "missing")
+    regression = Regression.objects.create(
+        series=series, branch=branch, detector=detector, kind=kind,
+        direction="" if kind == "change" else "higher" if accuracy else "lower",
+        first_bad_run=runs.get(sha(night)), first_bad_sha=sha(night), first_bad_at=at(night),
+        last_good_run=runs.get(sha(good_night)), last_good_sha=sha(good_night),
+        last_good_at=at(good_night), baseline=1.0 if accuracy else 2.0,
+        value=0.0 if accuracy else 2.0 * (1 + magnitude),
+        magnitude=-1.0 if accuracy else magnitude, confidence=None if accuracy else 1e-6,
+        points_after=3, detected_at=at(night + 3), state=state, **fields)
+    RegressionEvent.objects.create(regression=regression, to_state=state,
+                                   note=f"raised by the {regression.get_detector_display()}")
+    return regression
+
+
+def make_group(*members: Regression) -> AlertGroup:
+    """The group of these records (one repo and branch): its range the intersection of
+    theirs, as detection makes it."""
+    first = members[0]
+    group = AlertGroup(repo=first.series.repo, branch=first.branch,
+                       first_bad_sha=first.first_bad_sha, first_bad_at=first.first_bad_at,
+                       last_good_sha=first.last_good_sha, last_good_at=first.last_good_at)
+    for member in members[1:]:
+        group.narrow(member)
+    group.save()
+    Regression.objects.filter(pk__in=[m.pk for m in members]).update(group=group)
+    for member in members:
+        member.group = group
+    return group

@@ -1,4 +1,5 @@
-"""The regressions page, a regression's page, triage permissions and the chart payload."""
+"""The regressions page (alert groups, the CSV of regressions, JSON), a regression's page,
+triage permissions and the chart payload. Groups in detail: test_groups.py."""
 
 import csv
 import io
@@ -11,7 +12,7 @@ from django.contrib.auth.models import Permission, User
 
 from benchsite.regressions.charts import series_chart_payload
 from benchsite.regressions.detection import detect_series
-from benchsite.regressions.models import Regression, SilenceAlert
+from benchsite.regressions.models import AlertGroup, Regression, SilenceAlert
 from benchsite.results.models import Result
 from tests.regressions.factory import levels, sha, store_history
 
@@ -23,7 +24,7 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 def found():
     series = store_history({HOSTILE: levels(40, step_at=25, step=0.3),
                             "=cmd|' /C calc'!A0": levels(40, step_at=20, step=0.25, seed=2)})
-    detect_series([s.pk for s in series.values()])
+    detect_series([s.pk for s in series.values()], "main")  # a record (and group) per series
     return Regression.objects.select_related("series")
 
 
@@ -39,19 +40,24 @@ def rows(answer) -> int:
     return len(re.findall(r'href="/regressions/\d+/"', answer.content.decode()))
 
 
-def test_the_list_shows_current_regressions_with_filters_in_the_url(client, found,
-                                                                   django_assert_max_num_queries):
-    found.filter(series__model=HOSTILE, detector="hud_policy").update(state="fixed")
-    with django_assert_max_num_queries(4):  # count, page, silence alerts (+ session)
+def test_the_list_shows_current_groups_with_filters_in_the_url(client, found,
+                                                               django_assert_max_num_queries):
+    assert found.count() == 2 and AlertGroup.objects.count() == 2
+    found.filter(series__model=HOSTILE).update(state="fixed")
+    # count, page, groups, their members, silence alerts
+    with django_assert_max_num_queries(5):
         page = client.get("/regressions/")
     assert page.status_code == 200
     html = page.content.decode()
-    assert rows(page) == 3  # the fixed one is not current
-    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
-    assert rows(client.get("/regressions/?state=any")) == 4
-    assert rows(client.get("/regressions/?state=fixed&detector=hud_policy")) == 1
+    assert rows(page) == 1  # the fixed one's group is closed, not current
+    assert 'href="/regressions/groups/' in html
+    assert rows(client.get("/regressions/?state=any")) == 2
+    assert "&lt;img src=x onerror=alert(1)&gt;" in client.get(
+        "/regressions/?state=any").content.decode()
+    assert "<img src=x" not in client.get("/regressions/?state=any").content.decode()
+    assert rows(client.get("/regressions/?state=fixed&detector=changepoint")) == 1
     assert "No regressions match" in client.get("/regressions/?device=A100").content.decode()
-    assert rows(client.get("/regressions/?device=h100&kind=regression")) == 3
+    assert rows(client.get("/regressions/?device=h100&kind=regression")) == 1
     bogus = client.get("/regressions/?state=bogus").content.decode()
     assert "state: Select a valid choice" in bogus
 
@@ -60,10 +66,28 @@ def test_the_list_downloads_as_csv_with_formulas_defused(client, found):
     answer = client.get("/regressions/?state=any&format=csv")
     assert answer["Content-Type"] == "text/csv"
     rows = list(csv.DictReader(io.StringIO(answer.content.decode())))
-    assert len(rows) == 4
+    assert len(rows) == 2
     assert {row["model"] for row in rows} == {HOSTILE, "'=cmd|' /C calc'!A0"}
     assert {row["first_bad_sha"] for row in rows} == {sha(25), sha(20)}
     assert rows[0]["url"].startswith("http://testserver/regressions/")
+    groups = {str(r.group_id) for r in found}
+    assert {row["group"] for row in rows} == groups and {row["branch"] for row in rows} == {
+        "main"}
+
+
+def test_the_list_is_json_too(client, found):
+    answer = client.get("/regressions/?state=any&format=json")
+    assert answer.status_code == 200
+    data = answer.json()
+    assert data["filters"]["state"] == "any" and data["filters"]["page"] == 1
+    regressions, groups = data["tables"]
+    assert (regressions["name"], groups["name"]) == ("regressions", "groups")
+    assert len(regressions["rows"]) == 2 and len(groups["rows"]) == 2
+    newest = dict(zip(groups["columns"], groups["rows"][0], strict=True))
+    assert (newest["first_bad_sha"], newest["members"], newest["state"]) == (sha(25), 1, "open")
+    assert newest["compare"].startswith(f"http://testserver/compare/{sha(24)}...{sha(25)}")
+    bad = client.get("/regressions/?state=bogus&format=json")
+    assert bad.status_code == 200 and bad.json()["tables"][0]["rows"] == []
 
 
 def test_a_regression_page_charts_the_series_escaped(client, found):
@@ -75,6 +99,7 @@ def test_a_regression_page_charts_the_series_escaped(client, found):
     assert "/static/plotly/plotly.min.js" in html
     assert sha(24) in html and sha(25) in html  # last good .. first bad
     assert "HUD policy now" in html and "Log in</a> to triage" in html
+    assert 'href="/accounts/login/?next=' in html  # the site's login, not the admin's
     assert "table: micro-benchmark api / Quantized Fwd Time (ms)" in html  # why lower is better
     figure = json.loads(html.split('<script id="chart-data" type="application/json">')[1]
                         .split("</script>")[0])
@@ -96,12 +121,12 @@ def test_the_chart_payload_marks_changes_and_escapes_every_label(found):
     shapes = figure["layout"]["shapes"]
     lines = [s for s in shapes if s["type"] == "line"]
     assert {line["x0"] for line in lines} == {regression.first_bad_at.isoformat()}
-    assert len(figure["layout"]["annotations"]) == 2
+    assert len(figure["layout"]["annotations"]) == 1
     band = next(s for s in shapes if s["yref"] == "y")
     assert band["y0"] < regression.baseline < band["y1"]
     assert band["y1"] / regression.baseline - 1 < 0.03  # baseline +- the noise (~1 %)
-    # Both detectors' records are marked.
-    assert len(lines) == 2 and all(a["text"].startswith("Regression +3")
+    # One record per change: the HUD policy's finding is evidence on it.
+    assert len(lines) == 1 and all(a["text"].startswith("Regression +3")
                                    for a in figure["layout"]["annotations"])
     assert all("<" not in a["hovertext"] for a in figure["layout"]["annotations"])
     without = series_chart_payload(regression.series, results, [], repetitions=False)
@@ -112,7 +137,8 @@ def test_triage_needs_a_login_and_the_permission(client, found):
     regression = found.get(series__model=HOSTILE, detector="changepoint")
     url = f"/regressions/{regression.pk}/triage"
     anonymous = client.post(url, {"state": "false_positive"})
-    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/admin/login/")
+    assert anonymous.status_code == 302
+    assert anonymous["Location"] == f"/accounts/login/?next=/regressions/{regression.pk}/"
     User.objects.create_user("viewer", password="pw")
     client.login(username="viewer", password="pw")
     assert client.post(url, {"state": "false_positive"}).status_code == 403
