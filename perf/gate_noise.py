@@ -1,0 +1,239 @@
+"""False alarms of the commit-comparison gate on quiet commits, against the fixed 5 % rule.
+
+    .venv/bin/python perf/gate_noise.py [--series 2000] [--seed 11] [--quick]
+
+Synthetic nightly histories (one point a night for 120 nights, lower is better, a level
+drawn at random per series) at 1 %, 2 % and 5 % noise, in two variants: one value a night
+(the noise is that of the value), and 5 repetitions a night, whose run-to-run noise (shared
+by a night's repetitions) is the noise named and whose within-run noise is a third of it.
+
+Each series is judged the way `benchsite.regressions.compare` judges it, with the pure
+functions it calls: `judge.judge(base repetitions, head repetitions, history, "lower",
+Rules(tolerance=0.05, min_history=5, alpha=0.05))` where the history is the series' point
+values (trimmed means of the repetitions, as `history.recent` gives them) on the default
+branch up to and including the base commit, the last 60 (`lookback_points`), with no
+recorded change (`level_from=0`); then `judge.control(verdicts, Rules.fdr)` over the 100
+series of one comparison. The fixed rule flags a series whose head moved more than 5 % from
+its base (medians of their repetitions).
+
+- Quiet commits: consecutive nights with no step (base: a night, head: the next), 100
+  series compared at once; --series series at 5 nights each. Per series: the share of
+  series-comparisons flagged (regression, improvement or changed); per comparison: the
+  share of comparisons of 100 series where the gate fails (a regression among them).
+- 10 % steps (half up: a regression, half down: an improvement): base the night before the
+  step, head its first night; found when judged in the right direction. The new rule
+  holds a comparison's series to a false discovery rate, so its recall depends on how many
+  of the 100 series compared moved: 1, 10 or 100 (the others quiet series of a quiet
+  comparison).
+
+The check (exit status 1 when it fails): at 2 % noise, in both variants, the new rule's
+false-alarm rate per series is at most a tenth of the fixed rule's, and its recall on 10 %
+steps is no lower than the fixed rule's (within one standard error of the difference) with
+10 of 100 series moving, and with 1 of 100. Pure functions: no database. --quick: a fifth
+of the series (for tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchsite.regressions.detect import judge, points  # noqa: E402
+from benchsite.regressions.detect.judge import (  # noqa: E402
+    CHANGED,
+    IMPROVEMENT,
+    REGRESSION,
+    Rules,
+)
+from runner.contract.directions import LOWER  # noqa: E402
+
+# DetectionSettings' defaults (checked by tests/regressions/test_perf_scripts.py) and the
+# tolerance of times.
+LOOKBACK = 60  # lookback_points
+MIN_HISTORY = 5  # min_history
+ALPHA = 0.05  # compare_significance
+TOLERANCE = 0.05  # "*time*" threshold
+RULES = Rules(tolerance=TOLERANCE, min_history=MIN_HISTORY, alpha=ALPHA)
+FIXED = 0.05  # the fixed rule: |head / base - 1| > 5 %
+NIGHTS = 120
+PER_COMPARISON = 100
+QUIET_NIGHTS = 5  # quiet comparisons per series
+STEP = 0.10
+NOISES = (0.01, 0.02, 0.05)
+VARIANTS = (("1 value", 1), ("5 repetitions", 5))
+WITHIN = 1 / 3  # within-run noise, as a share of the run-to-run noise
+MOVING = (1, 10, 100)  # series of a comparison's 100 that step
+CHECKED_NOISE, CHECKED_MOVING, RATIO = 0.02, (10, 1), 10
+FLAGGED = (REGRESSION, IMPROVEMENT, CHANGED)
+
+
+def nights(rng: np.random.Generator, count: int, noise: float, repetitions: int,
+           step_at: np.ndarray | None = None, step: np.ndarray | None = None) -> np.ndarray:
+    """(series, nights, repetitions) of positive values."""
+    level = np.exp(rng.uniform(np.log(0.05), np.log(500), count))[:, None]
+    if step_at is not None:
+        level = level * np.where(np.arange(NIGHTS)[None, :] >= step_at[:, None],
+                                 1 + step[:, None], 1.0)
+    else:
+        level = np.broadcast_to(level, (count, NIGHTS))
+    shared = rng.normal(0, noise, (count, NIGHTS, 1))
+    own = rng.normal(0, noise * WITHIN, (count, NIGHTS, repetitions)) if repetitions > 1 \
+        else np.zeros((count, NIGHTS, 1))
+    return np.maximum(level[..., None] * (1 + shared) * (1 + own), 1e-9)
+
+
+@dataclass
+class Case:
+    base: list[float]
+    head: list[float]
+    history: np.ndarray
+    worse: bool | None  # the change to find: True a regression, False an improvement
+
+    def fixed(self) -> str:
+        change = float(np.median(self.head)) / float(np.median(self.base)) - 1
+        if abs(change) <= FIXED:
+            return judge.UNCHANGED
+        return REGRESSION if change > 0 else IMPROVEMENT  # lower is better
+
+    def judged(self) -> judge.Verdict:
+        return judge.judge(self.base, self.head, self.history, LOWER, RULES)
+
+
+def cases(matrix: np.ndarray, base_nights: np.ndarray, worse: list[bool | None]) -> list[Case]:
+    made = []
+    for row, base, change in zip(matrix, base_nights, worse, strict=True):
+        values, _ = points.summarize(row[max(0, base - LOOKBACK + 1) : base + 1])
+        made.append(Case(row[base].tolist(), row[base + 1].tolist(), values, change))
+    return made
+
+
+@dataclass
+class Figures:
+    fixed_fa: float
+    new_fa: float
+    fixed_gate: float
+    new_gate: float
+    fixed_recall: float
+    new_recall: dict[int, float]
+    quiet: int
+    comparisons: int
+    steps: int
+
+
+def measure(rng: np.random.Generator, series: int, noise: float, repetitions: int
+            ) -> Figures:
+    # Quiet: every series compared at QUIET_NIGHTS consecutive pairs of nights; the series
+    # of one night, 100 at a time, are one comparison.
+    quiet_matrix = nights(rng, series, noise, repetitions)
+    comparisons: list[list[Case]] = []
+    for base in rng.choice(np.arange(LOOKBACK, NIGHTS - 1), QUIET_NIGHTS, replace=False):
+        made = cases(quiet_matrix, np.full(series, base), [None] * series)
+        comparisons += [made[i : i + PER_COMPARISON] for i in range(0, series, PER_COMPARISON)]
+    quiet_verdicts = [[case.judged() for case in comparison] for comparison in comparisons]
+    held = [judge.control(verdicts, RULES.fdr) for verdicts in quiet_verdicts]
+    quiet = sum(map(len, comparisons))
+    fixed_fa = sum(case.fixed() in FLAGGED for c in comparisons for case in c) / quiet
+    new_fa = sum(v.state in FLAGGED for verdicts in held for v in verdicts) / quiet
+    fixed_gate = np.mean([any(case.fixed() == REGRESSION for case in c) for c in comparisons])
+    new_gate = np.mean([any(v.state == REGRESSION for v in verdicts) for verdicts in held])
+
+    # Steps: a 10 % step (up or down) on a night with a full history before it.
+    step_at = rng.integers(LOOKBACK + 1, NIGHTS, series)
+    up = np.arange(series) % 2 == 0
+    step_matrix = nights(rng, series, noise, repetitions, step_at, np.where(up, STEP, -STEP))
+    steps = cases(step_matrix, step_at - 1, up.tolist())
+    step_verdicts = [case.judged() for case in steps]
+    wanted = [REGRESSION if case.worse else IMPROVEMENT for case in steps]
+    fixed_recall = np.mean([case.fixed() == want for case, want in zip(steps, wanted,
+                                                                       strict=True)])
+    new_recall = {}
+    for moving in MOVING:
+        found = 0
+        for start in range(0, series - moving + 1, moving):
+            others = quiet_verdicts[(start // moving) % len(quiet_verdicts)]
+            mixed = step_verdicts[start : start + moving] + others[: PER_COMPARISON - moving]
+            held_mixed = judge.control(mixed, RULES.fdr)[:moving]
+            found += sum(v.state == want for v, want in zip(
+                held_mixed, wanted[start : start + moving], strict=True))
+        new_recall[moving] = found / (series - series % moving)
+    return Figures(fixed_fa, new_fa, float(fixed_gate), float(new_gate), float(fixed_recall),
+                   new_recall, quiet, len(comparisons), series)
+
+
+def _rate(value: float) -> str:
+    return f"{value:8.4%}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--series", type=int, default=2000,
+                        help="series per noise level and variant (a multiple of 100)")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--quick", action="store_true", help="a fifth of the series")
+    args = parser.parse_args()
+    series = max(PER_COMPARISON, (args.series // (5 if args.quick else 1))
+                 // PER_COMPARISON * PER_COMPARISON)
+    rng = np.random.default_rng(args.seed)
+    started = time.perf_counter()
+    print(f"{series} series x {NIGHTS} nights per noise level and variant, lower is better; "
+          f"history: the last {LOOKBACK} points up to the base; tolerance {TOLERANCE:.0%}, "
+          f"FDR {RULES.fdr:g} over {PER_COMPARISON} series a comparison; fixed rule: "
+          f"|head/base - 1| > {FIXED:.0%}\nFA: share of quiet series-comparisons flagged "
+          f"(regression, improvement, changed); gate: share of comparisons of "
+          f"{PER_COMPARISON} quiet series with a regression (the gate fails); recall: 10 % "
+          f"steps judged in the right direction, new rule with 1 / 10 / 100 of the "
+          f"{PER_COMPARISON} series moving\n")
+    header = (f"{'variant':<14} {'noise':>5} | {'FA fixed':>8} {'FA new':>8} {'ratio':>7} | "
+              f"{'gate fixed':>10} {'gate new':>8} | {'recall fixed':>12} "
+              f"{'new 1/100':>9} {'10/100':>7} {'100/100':>7}")
+    print(header)
+    print("-" * len(header))
+    holds = True
+    problems = []
+    for variant, repetitions in VARIANTS:
+        for noise in NOISES:
+            f = measure(rng, series, noise, repetitions)
+            ratio = f.fixed_fa / f.new_fa if f.new_fa else math.inf
+            print(f"{variant:<14} {noise:5.0%} | {_rate(f.fixed_fa)} {_rate(f.new_fa)} "
+                  f"{ratio:6.0f}x | {f.fixed_gate:10.1%} {f.new_gate:8.1%} | "
+                  f"{f.fixed_recall:12.1%} {f.new_recall[1]:9.1%} {f.new_recall[10]:7.1%} "
+                  f"{f.new_recall[100]:7.1%}")
+            if noise != CHECKED_NOISE:
+                continue
+            # Zero new false alarms: the ratio is at least fixed / (the 95 % upper bound on
+            # the new rate, 3 / quiet), so a tenth is shown when fixed * quiet >= 30.
+            upper = f.new_fa if f.new_fa else 3 / f.quiet
+            if f.fixed_fa < RATIO * upper:
+                holds = False
+                problems.append(f"{variant}: FA {f.new_fa:.4%} is not a {RATIO}th of "
+                                f"{f.fixed_fa:.4%}")
+            for moving in CHECKED_MOVING:
+                new, fixed = f.new_recall[moving], f.fixed_recall
+                # One standard error of the difference of two shares of `steps` each.
+                error = math.sqrt((new * (1 - new) + fixed * (1 - fixed)) / f.steps)
+                if new < fixed - error:
+                    holds = False
+                    problems.append(f"{variant}: recall {new:.1%} with {moving}/100 moving "
+                                    f"< the fixed rule's {fixed:.1%}")
+    print(f"\n({time.perf_counter() - started:.0f} s; quiet series-comparisons per row: "
+          f"{series * QUIET_NIGHTS}, in {series * QUIET_NIGHTS // PER_COMPARISON} "
+          f"comparisons; steps per row: {series})")
+    print(f"at least {RATIO}x fewer false alarms at {CHECKED_NOISE:.0%} noise, no loss of "
+          f"recall on 10% steps ({' and '.join(f'{m}/100' for m in CHECKED_MOVING)} "
+          f"moving): {'holds' if holds else 'DOES NOT HOLD'}")
+    for problem in problems:
+        print(f"  {problem}")
+    return 0 if holds else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
