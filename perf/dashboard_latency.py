@@ -9,6 +9,15 @@ granularities), each combination --repeat times after a warm-up, in-process thro
 Django's test client: the time is the server's, without the network. Prints p50/p95 per
 page and per JSON endpoint, the SQL queries per request, and the size of the database.
 Target: p95 under 200 ms per page.
+
+Regressions: the alert groups list (`/regressions/`), the latest groups' pages, the compare
+page and `GET /api/v3/compare` over the latest groups' commit ranges (where series are in
+the regression, improvement, noisy... states; the states counted are printed) as well as
+over consecutive and distant commits, and the nightly reports (`/regressions/reports/`, the
+latest reports' pages, their JSON and markdown). Where no nightly report is stored (the
+seeded history has none), the reports of the newest run's day are built first, without
+notifying, and that build is timed. A URL that does not answer 200 is reported (status and
+the start of its body) and the others are still measured; the exit status is then 1.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,12 +87,13 @@ def page_urls() -> dict[str, list[str]]:
     ]
     pages["compare"] = [
         url(f"/compare/{shas[n]}...{shas[0]}", repo="pytorch/ao", **extra)
-        for n in (1, 30, len(shas) - 1)
+        for n in sorted({min(1, len(shas) - 1), min(30, len(shas) - 1), len(shas) - 1})
         for extra in ({}, {"metric": QuantMetric.SPEEDUP, "arch": "NVIDIA H100 80GB HBM3"})
     ]
     inductor = [sha for sha, _ in latest_shas("pytorch/pytorch", COMPILERS_BENCHMARK, "main")]
     pages["compare"] += [url(f"/compare/{inductor[n]}...{inductor[0]}", repo="pytorch/pytorch")
-                         for n in (1, 30)]
+                         for n in sorted({min(1, len(inductor) - 1),
+                                          min(30, len(inductor) - 1)})]
     pages["compilers"] = [
         url("/compilers/", **extra)
         for extra in ({}, {"mode": "training"}, {"base": inductor[min(30, len(inductor) - 1)]})
@@ -98,16 +109,57 @@ def page_urls() -> dict[str, list[str]]:
     ]
     pages["recipes"] = [url("/recipes/")]
     pages["regressions"] = [url("/regressions/"), url("/regressions/", state="open")]
-    from benchsite.regressions.models import Regression
+    from benchsite.regressions.models import AlertGroup, NightlyReport, Regression
 
     latest = Regression.objects.order_by("-pk").values_list("pk", flat=True)[:5]
     pages["regression chart"] = [f"/regressions/{pk}/" for pk in latest]
+    groups = [group for group in AlertGroup.objects.order_by("-first_bad_at", "-pk")[:20]
+              if group.last_good_sha][:3]
+    pages["alert group"] = [f"/regressions/groups/{group.pk}/" for group in groups]
+    ranges = [(group.repo, group.last_good_sha, group.first_bad_sha) for group in groups]
+    pages["compare groups"] = [url(f"/compare/{base}...{head}", repo=repo)
+                               for repo, base, head in ranges]
+    consecutive = [("pytorch/ao", shas[n], shas[0])
+                   for n in sorted({min(1, len(shas) - 1), min(30, len(shas) - 1)})]
+    consecutive.append(("pytorch/pytorch", inductor[min(1, len(inductor) - 1)], inductor[0]))
+    pages["compare API"] = [url("/api/v3/compare", repo=repo, base=base, head=head)
+                            for repo, base, head in ranges + consecutive]
+    pages["reports"] = [url("/regressions/reports/")]
+    reports = NightlyReport.objects.order_by("-day", "pk").values_list("pk", flat=True)[:3]
+    pages["report"] = [f"/regressions/reports/{pk}/" for pk in reports]
     runs = Run.objects.order_by("-timestamp").values_list("pk", flat=True)
     pages["run"] = [f"/runs/{pk}/" for pk in list(runs[:3]) + list(runs[1000:1003])]
-    return pages
+    return {name: urls for name, urls in pages.items() if urls}
 
 
-def main() -> None:
+# The variants of each page: (label, query added); the pages answer ?format=json, the API
+# is JSON already (and refuses unknown parameters).
+PAGE_VARIANTS = (("", ""), (" JSON", "format=json"))
+VARIANTS = {"compare API": (("", ""),),
+            "report": PAGE_VARIANTS + ((" markdown", "format=markdown"),)}
+
+
+def ensure_reports() -> str:
+    """Build the nightly reports of the newest run's day where none is stored (without
+    notifying): what that took, or why nothing was built."""
+    from datetime import UTC
+
+    from benchsite.regressions.models import NightlyReport
+    from benchsite.regressions.report import nightly_reports
+    from benchsite.results.models import Run
+
+    if NightlyReport.objects.exists():
+        return f"{NightlyReport.objects.count()} nightly reports stored"
+    newest = Run.objects.order_by("-timestamp").values_list("timestamp", flat=True).first()
+    if newest is None:
+        return "no runs: no nightly report"
+    started = time.perf_counter()
+    built = nightly_reports(newest.astimezone(UTC).date(), send=False)
+    return (f"no nightly report was stored: built the {len(built)} of "
+            f"{newest.astimezone(UTC).date()} in {time.perf_counter() - started:.1f} s")
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
@@ -123,36 +175,54 @@ def main() -> None:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
+    from benchsite.regressions.models import AlertGroup, Regression
     from benchsite.results.models import Result, Run, Series
 
     call_command("collectstatic", "--no-input", verbosity=0)  # DEBUG is off, as in production
     print(f"database: {Result.objects.count():,} results, {Series.objects.count():,} series, "
-          f"{Run.objects.count():,} runs")
+          f"{Run.objects.count():,} runs, {Regression.objects.count():,} regressions in "
+          f"{AlertGroup.objects.count():,} groups")
+    print(ensure_reports())
     client = Client()
-    print(f"{'page':<14} {'urls':>4} {'requests':>8} {'p50 ms':>8} {'p95 ms':>8} "
+    print(f"{'page':<22} {'urls':>4} {'requests':>8} {'p50 ms':>8} {'p95 ms':>8} "
           f"{'max ms':>8} {'queries':>8} {'max first request ms':>8}")
     worst = 0.0
+    failed: list[str] = []
+    states: Counter[str] = Counter()
     for name, urls in page_urls().items():
-        for variant, suffix in (("", ""), (" JSON", "format=json")):
+        for variant, suffix in VARIANTS.get(name, PAGE_VARIANTS):
             times, queries, cold = [], set(), []
             for url in urls:
                 full = url + (("&" if "?" in url else "?") + suffix if suffix else "")
                 started = time.perf_counter()
                 response = client.get(full)  # the first request: nothing cached yet
                 cold.append(1000 * (time.perf_counter() - started))
-                assert response.status_code == 200, (full, response.content[:300])
+                if response.status_code != 200:
+                    failed.append(f"{full}: {response.status_code} {response.content[:300]!r}")
+                    continue
+                if name == "compare API":
+                    states.update(response.json()["counts"])
                 for _ in range(args.repeat):
                     with CaptureQueriesContext(connection) as captured:
                         started = time.perf_counter()
                         client.get(full)
                         times.append(1000 * (time.perf_counter() - started))
                     queries.add(len(captured.captured_queries))
+            if not times:
+                print(f"{name + variant:<22} {len(urls):>4} {'failed':>8}")
+                continue
             worst = max(worst, percentile(times, 0.95))
-            print(f"{name + variant:<14} {len(urls):>4} {len(times):>8} "
+            print(f"{name + variant:<22} {len(urls):>4} {len(times):>8} "
                   f"{statistics.median(times):>8.1f} {percentile(times, 0.95):>8.1f} "
                   f"{max(times):>8.1f} {_span(queries):>8} {max(cold):>8.1f}")
     print(f"worst p95: {worst:.1f} ms (target: under 200 ms)")
+    if states:
+        print("states of the series compared by the compare API: "
+              + ", ".join(f"{state} {count:,}" for state, count in states.items() if count))
+    for failure in failed:
+        print(f"FAILED {failure}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

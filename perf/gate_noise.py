@@ -202,15 +202,18 @@ def main() -> int:
     for variant, repetitions in VARIANTS:
         for noise in NOISES:
             f = measure(rng, series, noise, repetitions)
-            ratio = f.fixed_fa / f.new_fa if f.new_fa else math.inf
+            # No new false alarm: the ratio is at least fixed / (3 / quiet), the new rate's
+            # 95 % upper bound.
+            ratio = (f"{f.fixed_fa / f.new_fa:6.0f}x" if f.new_fa else
+                     f">={f.fixed_fa * f.quiet / 3:.{0 if f.fixed_fa * f.quiet >= 30 else 1}f}x"
+                     if f.fixed_fa else "-")
             print(f"{variant:<14} {noise:5.0%} | {_rate(f.fixed_fa)} {_rate(f.new_fa)} "
-                  f"{ratio:6.0f}x | {f.fixed_gate:10.1%} {f.new_gate:8.1%} | "
+                  f"{ratio:>7} | {f.fixed_gate:10.1%} {f.new_gate:8.1%} | "
                   f"{f.fixed_recall:12.1%} {f.new_recall[1]:9.1%} {f.new_recall[10]:7.1%} "
                   f"{f.new_recall[100]:7.1%}")
             if noise != CHECKED_NOISE:
                 continue
-            # Zero new false alarms: the ratio is at least fixed / (the 95 % upper bound on
-            # the new rate, 3 / quiet), so a tenth is shown when fixed * quiet >= 30.
+            # With no new false alarm, a tenth is shown when fixed * quiet >= 30.
             upper = f.new_fa if f.new_fa else 3 / f.quiet
             if f.fixed_fa < RATIO * upper:
                 holds = False

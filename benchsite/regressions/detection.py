@@ -28,9 +28,11 @@ its range to the intersection); the others form new groups among themselves.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+import numpy as np
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -51,6 +53,7 @@ from runner.contract.status import SKIPPED, STATUS_METRIC
 
 # How many points apart two detections of one change may be placed.
 CHANGEPOINT_TOLERANCE = 3
+MOVE_SHARE = 0.25  # see `_supports`
 UPDATED_FIELDS = ["kind", "baseline", "value", "magnitude", "confidence", "evidence",
                   "updated_at"]
 NUMERIC = (Detector.CHANGEPOINT, Detector.HUD_POLICY)
@@ -75,8 +78,13 @@ def detect_series(series_ids: Iterable[int], branch: str,
     new: list[tuple[Regression, History]] = []
     updated: list[Regression] = []
     for pk, history in histories.items():
+        found_here = changes[pk]
+        if len(history) >= settings.history_points:
+            # A history cut to its window: a change within the first baseline's reach has
+            # too little of its old level left to place (it was recorded when whole).
+            found_here = [found for found in found_here if found.index >= settings.before]
         for detector, found, evidence, tolerance in _merged(
-                series[pk], history, directions[pk], changes[pk], settings):
+                series[pk], history, directions[pk], found_here, settings):
             low = history.timestamps[max(0, found.index - tolerance)]
             high = history.timestamps[min(len(history) - 1, found.index + tolerance)]
             match = next((record for record in existing[pk]
@@ -217,12 +225,29 @@ def _aligned(new: list[tuple[Regression, History]], series: dict[int, Series],
         index = history.run_ids.index(record.first_bad_run_id)
         near = range(max(1, index - CHANGEPOINT_TOLERANCE),
                      min(len(history), index + CHANGEPOINT_TOLERANCE + 1))
+        near = [i for i in near if _supports(history, record, index, i)]
         best = max(near, key=lambda i: (votes[repo, shas.get(history.run_ids[i], "")],
                                         -abs(i - index)))
         if votes[repo, shas.get(history.run_ids[best], "")] > votes[
                 repo, shas.get(record.first_bad_run_id, "")]:
             _place(record, history, best)
     return [record for record, _ in new]
+
+
+def _supports(history: History, record: Regression, index: int, other: int) -> bool:
+    """Whether the series' own points allow its change at `other` instead of `index`: the
+    mean of the points moved to the other side is not clearly at their old side's level
+    (at least a quarter of the way from it to the level they join; noise can place a
+    change a point off, but points plainly at the old level are never moved)."""
+    before, after = math.log(record.baseline), math.log(record.value)
+    low, high = sorted((index, other))
+    if low == high:
+        return True
+    moved = np.log(history.values[low:high])
+    if not np.all(np.isfinite(moved)) or before == after:
+        return False
+    joined, left = (after, before) if other < index else (before, after)
+    return bool((np.mean(moved) - left) / (joined - left) >= MOVE_SHARE)
 
 
 def _save(records: list[Regression], branch: str) -> list[Regression]:

@@ -286,9 +286,6 @@ class DetectionSettings(models.Model):
         "commit that give a series' level and noise")
     min_history = models.PositiveIntegerField(
         default=5, help_text="commit comparison: history points needed to judge the noise")
-    noise_factor = models.FloatField(
-        default=3.0, help_text="commit comparison: a change must exceed this many times the "
-        "series' noise (and its tolerance)")
     compare_significance = models.FloatField(
         default=0.05, help_text="commit comparison: Mann-Whitney U level, used when both "
         "commits have 4+ repetitions")

@@ -211,3 +211,24 @@ def test_a_metric_the_run_stops_reporting_is_raised():
     [missing] = Regression.objects.all()
     assert (missing.detector, missing.series.model, missing.first_bad_sha) == (
         Detector.MISSING, "b", sha(3))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_alignment_never_moves_a_change_where_its_own_points_disagree():
+    store_history({"a": levels(50, step_at=30, step=0.10, noise=0.005, seed=1),
+                   "b": levels(50, step_at=28, step=0.10, noise=0.005, seed=2),
+                   "c": levels(50, step_at=28, step=0.10, noise=0.005, seed=3)})
+    placed = {r.series.model: r.first_bad_sha for r in Regression.objects.all()}
+    assert placed == {"a": sha(30), "b": sha(28), "c": sha(28)}
+    assert AlertGroup.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_at_the_start_of_a_cut_window_is_not_raised_again():
+    settings = DetectionSettings.load()
+    settings.history_points = 60
+    settings.save()
+    # Detection runs after each upload: the 60-point window slides past the change.
+    store_history({f"s{k}": levels(100, step_at=20, step=0.10, noise=0.01, seed=k)
+                   for k in range(4)})
+    assert sorted(Regression.objects.values_list("first_bad_sha", flat=True)) == [sha(20)] * 4

@@ -85,10 +85,8 @@ def judge(base: Sequence[float], head: Sequence[float], history: np.ndarray,
     history = history[usable]
     enough = len(history) >= rules.min_history and base_value > 0 and head_value > 0
     level = float(np.median(since)) if len(since) else base_value
-    mw = _mann_whitney(base, head)
     if not enough:
-        return _without_history(base_value, head_value, len(history), mw, direction, rules,
-                                unstable)
+        return _without_history(base, head, len(history), direction, rules, unstable)
     noise, freedom = _noise(history)
     # The level is a median of points since the latest change (the base alone, if none):
     # its own error adds to the head's.
@@ -107,7 +105,8 @@ def judge(base: Sequence[float], head: Sequence[float], history: np.ndarray,
     p = float(2 * stats.t.sf(z, freedom))
     if abs(change) <= rules.tolerance:
         return Verdict(UNCHANGED, f"within the ±{rules.tolerance:.0%} tolerance{moved}",
-                       level, noise, p, mw)
+                       level, noise, p)
+    mw = _mann_whitney(base, head)  # (only here: most series are within the tolerance)
     if unstable:
         return Verdict(NOISY, UNSTABLE, level, noise, p, mw)
     described = f"{change:+.1%} from the level, {z:.1f}x its noise ({noise:.1%}){moved}"
@@ -117,15 +116,17 @@ def judge(base: Sequence[float], head: Sequence[float], history: np.ndarray,
     return Verdict(_state(head_value, level, direction), described, level, noise, p, mw)
 
 
-def _without_history(base: float, head: float, points: int, mw: float | None,
+def _without_history(base_reps: Sequence[float], head_reps: Sequence[float], points: int,
                      direction: str | None, rules: Rules, unstable: bool) -> Verdict:
     """Too little history for its noise: the repetitions decide, where there are enough."""
+    base, head = float(np.median(base_reps)), float(np.median(head_reps))
     # From 0 (a failure recorded as 0) any move counts.
     change = head / base - 1 if base else (math.inf if head != base else 0.0)
     if abs(change) <= rules.tolerance:
         return Verdict(UNCHANGED, f"within the ±{rules.tolerance:.0%} tolerance of the base")
     if unstable:
         return Verdict(NOISY, UNSTABLE)
+    mw = _mann_whitney(base_reps, head_reps)
     if mw is None:
         return Verdict(INSUFFICIENT, f"{points} history points (needs {rules.min_history}) "
                        f"and fewer than {MIN_REPETITIONS} repetitions a side")

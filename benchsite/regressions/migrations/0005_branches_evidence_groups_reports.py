@@ -56,11 +56,6 @@ class Migration(migrations.Migration):
             field=models.PositiveIntegerField(default=5, help_text='commit comparison: history points needed to judge the noise'),
         ),
         migrations.AddField(
-            model_name='detectionsettings',
-            name='noise_factor',
-            field=models.FloatField(default=3.0, help_text="commit comparison: a change must exceed this many times the series' noise (and its tolerance)"),
-        ),
-        migrations.AddField(
             model_name='metricthreshold',
             name='hud_raises',
             field=models.BooleanField(default=False, help_text='the HUD policy raises regressions of these metrics on its own; otherwise its verdict is evidence on the change points it agrees with'),
