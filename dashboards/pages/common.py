@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -97,6 +98,38 @@ def measured_text(value: float, interval: Interval | None, unit: str = "x") -> s
     """"1.81x (95% CI 1.02–2.60, 12 pairs, unstable)", or "1.81x" without an interval."""
     text = f"{value:.2f}{unit}"
     return f"{text} ({interval.describe()})" if interval else text
+
+
+def spread_of(values: Any) -> float | None:
+    """Relative spread of a result's repetitions: the interquartile range over the median
+    with 4+ repetitions, the half range over the median with 2-3; None with fewer, a zero
+    median or values that are not numbers (uploads are untrusted)."""
+    if not isinstance(values, list):
+        return None
+    finite = sorted(float(v) for v in values
+                    if type(v) in (int, float) and math.isfinite(v))
+    if len(finite) < 2:
+        return None
+    middle = statistics.median(finite)
+    if middle == 0:
+        return None
+    if len(finite) >= 4:
+        low, _, high = statistics.quantiles(finite, n=4, method="inclusive")
+        return (high - low) / abs(middle)
+    return (finite[-1] - finite[0]) / 2 / abs(middle)
+
+
+def spread_text(values: Any, extra_info: Any) -> str | None:
+    """What a result says of its own noise: its 95% interval (paired timing) or the spread
+    of its repetitions, and "unstable" where the runner said so; None when it says nothing."""
+    interval = interval_of(extra_info)
+    if interval is not None:
+        return interval.describe()
+    spread = spread_of(values)
+    if spread is None:
+        return None
+    label = "IQR" if len(values) >= 4 else "half range"
+    return f"{label} {spread:.1%} of the median, {len(values)} repetitions"
 
 
 def sanity_verdict(speedup: float, interval: Interval | None) -> tuple[bool, str]:

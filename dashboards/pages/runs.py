@@ -15,6 +15,7 @@ from dashboards.pages.common import (
     measured_text,
     page_url,
     sanity_verdict,
+    spread_text,
 )
 from dashboards.render import Page, Table
 from dashboards.state import State
@@ -80,14 +81,17 @@ def build(state: State, pk: int) -> Page:
             .order_by("series__benchmark", "series__metric", "series__model", "id")
             .values_list("series__benchmark", "series__model", "series__backend",
                          "series__mode", "series__dtype", "series__arch", "series__metric",
-                         "value", "target", "string_values"))
+                         "value", "target", "values", "extra_info", "string_values"))
     if not state.csv:
         rows = rows[(number - 1) * PAGE_ROWS: number * PAGE_ROWS]
     table = Table("results", ["benchmark", "model", "backend", "mode", "dtype", "arch",
-                              "metric", "value", "target", "string values"], [])
+                              "metric", "value", "target", "spread", "string values"], [])
     explorer = reverse("dashboards:explorer")
-    for *series, value, target, strings in rows:
-        table.rows.append([*series, value, target, ", ".join(strings) if strings else None])
+    for *series, value, target, values, info, strings in rows:
+        spread = spread_text(values, info)
+        table.rows.append([*series, value, target, spread,
+                           ", ".join(strings) if strings else None])
+        table.classes.append({9: "noise"} if spread and "unstable" in spread else {})
         table.links.append({1: page_url(explorer, repo=run.repo, benchmark=series[0],
                                         model=series[1], metric=series[6],
                                         branch=run.head_branch, range="90d")})

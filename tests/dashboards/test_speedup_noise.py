@@ -191,3 +191,36 @@ def test_the_demo_flags_its_bad_night_and_reads_ok_on_the_others(client, db):
     assert "off by +4.0%" in client.get(f"/runs/{run.pk}/").content.decode()
     cells = page_json(client, f"/quantization/?arch={H100}&sha={sha(7)}")["tables"][1]
     assert all(row[5] for row in cells["rows"])  # every demo speedup has its interval
+
+
+def test_spread_of_repetitions_is_the_iqr_or_the_half_range_over_the_median():
+    from dashboards.pages.common import spread_of, spread_text
+
+    assert spread_of([10, 11, 12, 13, 14]) == pytest.approx(2 / 12)  # IQR 11-13
+    assert spread_of([9.0, 11.0]) == pytest.approx(0.1)  # half range 1 over median 10
+    assert spread_of([5.0]) is None and spread_of(None) is None and spread_of("x") is None
+    assert spread_of([0.0, 0.0, 0.0]) is None  # no relative spread around zero
+    assert spread_of([1.0, float("nan"), "2", 3.0]) == pytest.approx(0.5)  # numbers only
+    assert spread_text([10, 11, 12, 13, 14], {"unit": "ms"}) == (
+        "IQR 16.7% of the median, 5 repetitions")
+    assert spread_text([1.8], {"ci_low": 1.02, "ci_high": 2.6, "pairs": 12,
+                               "unstable": True}) == "95% CI 1.02–2.60, 12 pairs, unstable"
+    assert spread_text([1.0], {}) is None
+
+
+def test_the_run_page_shows_each_results_spread_and_marks_unstable_ones(client, db):
+    timed = record(TORCHAO, repo="pytorch/ao", head_branch="main", head_sha=NEW,
+                   timestamp=1_760_000_000,
+                   model={**TORCHAO["model"], "name": quant_model_name("int8wo", SHAPE)},
+                   metric={"name": QuantMetric.QUANTIZED_TIME,
+                           "benchmark_values": [1.0, 1.1, 1.2, 1.3],
+                           "target_value": 0.0, "extra_info": {"unit": "ms"}})
+    upload(speedup("int8dq", 1.81, ci=(1.02, 2.60), unstable=True), timed)
+    run = Run.objects.get()
+    table = page_json(client, f"/runs/{run.pk}/?page=1")["tables"][0]
+    spread = table["columns"].index("spread")
+    by_metric = {row[6]: row[spread] for row in table["rows"]}
+    assert by_metric == {QuantMetric.SPEEDUP: "95% CI 1.02–2.60, 12 pairs, unstable",
+                         QuantMetric.QUANTIZED_TIME: "IQR 13.0% of the median, 4 repetitions"}
+    html = client.get(f"/runs/{run.pk}/").content.decode()
+    assert '<td class="noise">95% CI 1.02–2.60, 12 pairs, unstable</td>' in html
