@@ -16,6 +16,12 @@ module with:
         error makes it "failed" with the traceback; neither raises. `state` lives as long as
         the worker runs cells of the same job (caches such as eager timings).
 
+A family whose specs may name code to import (`module:function`) also has
+
+    code_refs(cell: dict) -> list[str]
+        the references a planned cell would import and call, so the site can refuse
+        modules its admins have not allowed before anything runs.
+
 Importing a family module imports no torch: `run` imports it when a cell runs.
 """
 
@@ -38,6 +44,13 @@ assert DEFAULT_FAMILY in FAMILIES
 
 def get(name: str) -> ModuleType:
     return FAMILIES[name]
+
+
+def code_refs(family: ModuleType, cells: list[Planned]) -> list[str]:
+    """Every `module:function` reference these cells of `family` name, once each."""
+    if not hasattr(family, "code_refs"):
+        return []
+    return list(dict.fromkeys(ref for planned in cells for ref in family.code_refs(planned.cell)))
 
 
 def plan(data: Any, source: str) -> tuple[ModuleType, list[Planned]]:

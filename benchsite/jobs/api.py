@@ -14,6 +14,7 @@ from benchsite.jobs import tasks
 from benchsite.jobs.models import Job, JobCell
 from benchsite.jobs.submit import JobRefused, submit_job
 from benchsite.results.models import UploadToken
+from benchsite.results.tokens import SiteApiAccess, token_of
 
 
 class JobCellSerializer(serializers.ModelSerializer):
@@ -34,7 +35,7 @@ class JobSerializer(serializers.ModelSerializer):
         fields = ["id", "url", "name", "family", "config", "dashboard", "queue", "status",
                   "submitted_via", "repo",
                   "head_branch", "head_sha", "timing", "cells_total", "cells_done",
-                  "created_at", "started_at", "finished_at"]
+                  "created_at", "enqueued_at", "started_at", "finished_at"]
 
 
 class JobDetailSerializer(JobSerializer):
@@ -56,14 +57,25 @@ class SubmitSerializer(serializers.Serializer):
 
 
 class CanSubmitJobs(permissions.BasePermission):
-    """An upload token (for its repos) or a user allowed to add jobs."""
+    """A token with the submit_jobs scope (for its repos and queues, checked by the view) or
+    a user allowed to add jobs."""
 
     def has_permission(self, request, view):
         if request.method in permissions.SAFE_METHODS:
             return True
-        if isinstance(request.auth, UploadToken):
+        token = token_of(request)
+        if token is not None:
+            if not token.can(UploadToken.Scope.SUBMIT_JOBS):
+                raise PermissionDenied(f"token {token.name!r} has no 'submit_jobs' scope "
+                                       f"(its scopes: {token.scopes})")
             return True
         return bool(request.user and request.user.has_perm("jobs.add_job"))
+
+
+def check_token_queue(token: UploadToken | None, queue: str) -> None:
+    if token is not None and queue not in token.queues:
+        raise PermissionDenied(f"queue {queue!r}: token {token.name!r} may submit only to "
+                               f"{token.queues}")
 
 
 class NewestFirst(CursorPagination):
@@ -74,20 +86,24 @@ class NewestFirst(CursorPagination):
 class JobList(generics.ListAPIView):
     queryset = Job.objects.select_related("config")
     serializer_class = JobSerializer
-    permission_classes = [CanSubmitJobs]
+    permission_classes = [SiteApiAccess, CanSubmitJobs]
     pagination_class = NewestFirst
     filterset_fields = ["status", "queue", "repo"]
 
-    @extend_schema(request=SubmitSerializer, responses={201: JobSerializer},
-                   summary="Submit a benchmark job")
+    @extend_schema(request=SubmitSerializer, responses={201: JobSerializer, 202: JobSerializer},
+                   summary="Submit a benchmark job",
+                   description="201: recorded and queued. 202: recorded, but the broker could "
+                               "not take its tasks (`enqueued_at` empty); the sweeper queues "
+                               "it when the broker is back.")
     def post(self, request):
         data = SubmitSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        token = request.auth if isinstance(request.auth, UploadToken) else None
+        token = token_of(request)
         repo = values["repo"] or settings.BENCH_JOB_REPO
         if token is not None and not token.allows(repo):
             raise PermissionDenied(f"token {token.name!r} may not run jobs for {repo!r}")
+        check_token_queue(token, values["queue"])
         try:
             job = submit_job(
                 values.pop("spec"), via=Job.Via.API, token=token,
@@ -96,7 +112,9 @@ class JobList(generics.ListAPIView):
         except JobRefused as error:
             raise ValidationError({"spec": [str(error)]}) from None
         job.refresh_from_db()
-        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+        queued = job.enqueued_at is not None
+        return Response(JobSerializer(job).data,
+                        status=status.HTTP_201_CREATED if queued else status.HTTP_202_ACCEPTED)
 
 
 class JobDetail(generics.RetrieveAPIView):
@@ -105,13 +123,14 @@ class JobDetail(generics.RetrieveAPIView):
 
 
 class JobCancel(APIView):
-    permission_classes = [CanSubmitJobs]
+    permission_classes = [SiteApiAccess, CanSubmitJobs]
 
     @extend_schema(request=None, responses={200: JobSerializer}, summary="Cancel a job")
     def post(self, request, pk: int):
         job = generics.get_object_or_404(Job, pk=pk)
-        token = request.auth if isinstance(request.auth, UploadToken) else None
+        token = token_of(request)
         if token is not None and not token.allows(job.repo):
             raise PermissionDenied(f"token {token.name!r} may not cancel jobs for {job.repo!r}")
+        check_token_queue(token, job.queue)
         tasks.cancel(job)
         return Response(JobSerializer(job).data)

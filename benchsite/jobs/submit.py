@@ -9,8 +9,9 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from benchsite.access.models import AllowedCodeModule
 from benchsite.jobs.models import Job, JobCell
-from benchsite.jobs.tasks import run_cell
+from benchsite.jobs.tasks import enqueue
 from runner import families
 from runner.cells import Planned
 from runner.specs import SpecError, parse_yaml
@@ -67,6 +68,11 @@ def submit_plan(
     if queue not in settings.BENCH_QUEUES:
         raise JobRefused(f"queue {queue!r}: unknown; the queues are {settings.BENCH_QUEUES} "
                          "(setting BENCH_QUEUES)")
+    refused = AllowedCodeModule.refused(families.code_refs(plan.family, plan.cells))
+    if refused:
+        raise JobRefused(
+            f"{name}: names code from modules no admin has allowed: {', '.join(refused)} "
+            f"(allowed: the runner's own modules and the admin's Allowed code modules)")
     timing = timing or {}
     try:
         plan.family.check_settings(timing)
@@ -90,10 +96,7 @@ def submit_plan(
             JobCell(job=job, index=index, key=planned.key, cell=planned.cell)
             for index, planned in enumerate(plan.cells)
         )
+        # The job is recorded whatever the broker does: unqueued (`enqueued_at` empty), the
+        # sweeper queues it when the broker is back.
         transaction.on_commit(lambda: enqueue(job))
     return job
-
-
-def enqueue(job: Job) -> None:
-    for cell_id in job.cells.values_list("id", flat=True):
-        run_cell.apply_async(args=[cell_id], queue=job.queue)

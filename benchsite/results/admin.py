@@ -1,19 +1,55 @@
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from benchsite.access.forms import RepoPatternsField
+from benchsite.access.models import RepoScope
+from benchsite.results.ingest import delete_uploads
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
+
+DOWNLOAD_PAYLOAD = "results.download_payload"
+
+
+class UploadTokenForm(forms.ModelForm):
+    repos = RepoPatternsField(help_text="OWNER/NAME or OWNER/*, one a line")
+    scopes = forms.MultipleChoiceField(choices=UploadToken.Scope.choices,
+                                       widget=forms.CheckboxSelectMultiple,
+                                       initial=[UploadToken.Scope.UPLOAD])
+    queues = forms.MultipleChoiceField(
+        choices=[], required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="the queues it may submit jobs to (with submit_jobs)")
+
+    class Meta:
+        model = UploadToken
+        fields = ["name", "repos", "scopes", "queues", "is_active"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        known = list(settings.BENCH_QUEUES)
+        known += [queue for queue in (self.instance.queues or []) if queue not in known]
+        self.fields["queues"].choices = [(queue, queue) for queue in known]
+
+    def clean(self):
+        cleaned = super().clean()
+        if (UploadToken.Scope.SUBMIT_JOBS in cleaned.get("scopes", [])
+                and not cleaned.get("queues")):
+            self.add_error("queues", "a token with submit_jobs needs at least one queue")
+        return cleaned
 
 
 @admin.register(UploadToken)
 class UploadTokenAdmin(admin.ModelAdmin):
-    list_display = ["name", "prefix", "repos", "is_active", "created_by", "created_at",
-                    "last_used_at"]
+    form = UploadTokenForm
+    list_display = ["name", "prefix", "repos", "scopes", "queues", "is_active", "created_by",
+                    "created_at", "last_used_at"]
     list_filter = ["is_active"]
     readonly_fields = ["prefix", "created_by", "created_at", "last_used_at"]
-    fields = ["name", "repos", "is_active", *readonly_fields]
+    fields = ["name", "repos", "scopes", "queues", "is_active", *readonly_fields]
 
     def save_model(self, request, obj, form, change):
         if not change:
@@ -33,7 +69,7 @@ class UploadAdmin(admin.ModelAdmin):
     search_fields = ["idempotency_key", "content_hash"]
     exclude = ["payload_gzip"]
     readonly_fields = ["created_at", "source", "token", "idempotency_key", "content_hash",
-                       "request_metadata", "record_count", "repos", "payload_link"]
+                       "request_metadata", "record_count", "repos"]
     show_full_result_count = False
 
     def has_add_permission(self, request):
@@ -42,10 +78,34 @@ class UploadAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
+    def delete_model(self, request, obj):
+        delete_uploads([obj])
+
+    def delete_queryset(self, request, queryset):
+        delete_uploads(queryset)
+
+    @staticmethod
+    def may_download(request, upload: Upload) -> bool:
+        """The download permission, and every repo of the upload in the user's repo scope."""
+        return (request.user.has_perm(DOWNLOAD_PAYLOAD)
+                and RepoScope.allows(request.user, upload.repos))
+
     @admin.display(description="raw payload")
     def payload_link(self, obj):
         return format_html('<a href="{}">download (gzip)</a>',
                            reverse("admin:results_upload_payload", args=[obj.pk]))
+
+    @admin.display(description="raw payload")
+    def payload_refused(self, obj):
+        return (f"downloading needs the {DOWNLOAD_PAYLOAD} permission and the repos "
+                f"{obj.repos} in your repo scope")
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None:
+            fields.append("payload_link" if self.may_download(request, obj)
+                          else "payload_refused")
+        return fields
 
     def get_urls(self):
         return [
@@ -56,6 +116,10 @@ class UploadAdmin(admin.ModelAdmin):
 
     def payload_view(self, request, pk):
         upload = get_object_or_404(Upload, pk=pk)
+        if not self.may_download(request, upload):
+            raise PermissionDenied(f"upload {pk}: downloading its payload needs the "
+                                   f"{DOWNLOAD_PAYLOAD} permission and its repos "
+                                   f"{upload.repos} in your repo scope")
         response = HttpResponse(bytes(upload.payload_gzip), content_type="application/gzip")
         response["Content-Disposition"] = f'attachment; filename="upload-{pk}.json.gz"'
         return response

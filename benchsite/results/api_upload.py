@@ -42,11 +42,16 @@ def gunzip(data: bytes, limit: int) -> bytes:
 
 
 class UploadResultsMixin:
-    """POST on the results collection. Authenticated by an upload token only, so a browser
-    session can never upload (and CSRF does not apply); the body is read raw."""
+    """POST on the results collection. Authenticated by a token with the upload scope only,
+    so a browser session can never upload (and CSRF does not apply); the body is read raw."""
 
-    authentication_classes = [BearerTokenAuthentication]
     parser_classes: list = []
+
+    def get_authenticators(self):
+        # the schema generator asks before it has a request
+        if getattr(self.request, "method", None) == "POST":
+            return [BearerTokenAuthentication()]
+        return super().get_authenticators()
 
     def get_permissions(self):
         if self.request.method == "POST":
@@ -62,7 +67,9 @@ class UploadResultsMixin:
             "Run metadata missing from a record comes from the envelope, then from the query "
             "parameters. All-or-nothing; 400 lists every problem by record index and field "
             "path. Idempotent: a repeat (same Idempotency-Key, or same content) returns the "
-            "first upload with 200; a key reused with other content is a 409."
+            "first upload with 200 (keys are the token's own: two tokens may use the same "
+            "key); a key reused with other content is a 409. The token's repos are checked "
+            "before a repeat is answered."
         ),
         request={"application/json": OpenApiTypes.OBJECT},
         parameters=[
@@ -74,7 +81,8 @@ class UploadResultsMixin:
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="a repeat, already stored"),
             400: OpenApiResponse(OpenApiTypes.OBJECT, description="invalid: nothing stored"),
             401: OpenApiResponse(description="no or unknown token"),
-            403: OpenApiResponse(description="the token may not upload for a repo"),
+            403: OpenApiResponse(description="the token has no upload scope, or may not "
+                                             "upload for a repo"),
             409: OpenApiResponse(description="Idempotency-Key reused with other content"),
             413: OpenApiResponse(description="over the size limit"),
         },

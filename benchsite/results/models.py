@@ -21,14 +21,27 @@ from benchsite.results.fields import FloatListField
 TOKEN_PREFIX = "bst_"
 
 
+def upload_only() -> list[str]:
+    return [UploadToken.Scope.UPLOAD]
+
+
 class UploadToken(models.Model):
-    """A bearer token for the upload API, scoped to repos. Only its SHA-256 is stored."""
+    """A bearer token for the API, scoped to repos and to what it may do (`scopes`): only
+    its SHA-256 is stored."""
+
+    class Scope(models.TextChoices):
+        UPLOAD = "upload", "upload results for its repos"
+        SUBMIT_JOBS = "submit_jobs", "submit and cancel jobs for its repos, on its queues"
+        READ = "read", "read the API when BENCH_LOGIN_REQUIRED is on"
 
     name = models.CharField(max_length=100, help_text="what uses it, e.g. 'pytorch/ao CI'")
     repos = models.JSONField(
         default=list,
         help_text="repos it may upload for: 'owner/name', or patterns like 'owner/*'",
     )
+    scopes = models.JSONField(default=upload_only, help_text="what it may do (Scope values)")
+    queues = models.JSONField(default=list, blank=True,
+                              help_text="the job queues it may submit to (with submit_jobs)")
     prefix = models.CharField(max_length=12, editable=False, help_text="start of the token")
     digest = models.CharField(max_length=64, unique=True, editable=False)
     created_by = models.ForeignKey(
@@ -55,9 +68,16 @@ class UploadToken(models.Model):
     def allows(self, repo: str) -> bool:
         return any(fnmatch.fnmatchcase(repo, pattern) for pattern in self.repos)
 
+    def can(self, scope: str) -> bool:
+        return scope in self.scopes
+
 
 class Upload(models.Model):
-    """One accepted upload: its raw payload, so results can be re-derived."""
+    """One accepted upload: its raw payload, so results can be re-derived.
+
+    Delete uploads with `ingest.delete_uploads` (the admin does): the ORM's cascade would
+    take the whole runs this upload created, with other uploads' results in them.
+    """
 
     class Source(models.TextChoices):
         API = "api"
@@ -67,12 +87,25 @@ class Upload(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.API)
     token = models.ForeignKey(UploadToken, null=True, blank=True, on_delete=models.SET_NULL)
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True,
+                                       help_text="unique per token (per source without one)")
     content_hash = models.CharField(max_length=64, unique=True)
     payload_gzip = models.BinaryField(help_text="the request body as received, gzip-compressed")
     request_metadata = models.JSONField(default=dict, blank=True)
     record_count = models.PositiveIntegerField(default=0)
     repos = models.JSONField(default=list)
+
+    class Meta:
+        permissions = [("download_payload", "Can download raw upload payloads of its repos")]
+        constraints = [
+            # two tokens may pick the same key; uploads without a token (workers) share one
+            models.UniqueConstraint(fields=["token", "idempotency_key"],
+                                    condition=models.Q(token__isnull=False),
+                                    name="upload_key_per_token"),
+            models.UniqueConstraint(fields=["idempotency_key"],
+                                    condition=models.Q(token__isnull=True),
+                                    name="upload_key_without_token"),
+        ]
 
     def __str__(self) -> str:
         return f"upload {self.pk} ({self.record_count} records)"

@@ -16,7 +16,7 @@ from typing import Any
 
 from runner.cells import Outcome, Planned
 from runner.compilers import launch, records
-from runner.compilers.matrix import EAGER, Config
+from runner.compilers.matrix import BACKENDS, EAGER, Config
 from runner.compilers.spec import parse
 from runner.contract.status import FAILED, OK
 from runner.environment import RunContext
@@ -35,6 +35,14 @@ class CompilerSettings:
 
 def plan(data: Mapping[str, Any], source: str) -> list[Planned]:
     return [Planned(config.key, config.to_dict()) for config in parse(data, source)]
+
+
+def code_refs(cell: Mapping[str, Any]) -> list[str]:
+    """The `module:function` references the cell imports and calls: its model's factory and
+    a backend given as a function."""
+    config = Config.from_dict(dict(cell))
+    refs = [config.model.factory] if config.model.factory else []
+    return refs + ([config.backend] if config.backend not in BACKENDS else [])
 
 
 def check_settings(settings: Mapping[str, Any]) -> None:

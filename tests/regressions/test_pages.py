@@ -139,8 +139,7 @@ def test_triage_needs_a_login_and_the_permission(client, found):
     anonymous = client.post(url, {"state": "false_positive"})
     assert anonymous.status_code == 302
     assert anonymous["Location"] == f"/accounts/login/?next=/regressions/{regression.pk}/"
-    User.objects.create_user("viewer", password="pw")
-    client.login(username="viewer", password="pw")
+    client.force_login(User.objects.create_user("viewer", password="pw"))
     assert client.post(url, {"state": "false_positive"}).status_code == 403
     assert "You may not triage" in client.get(regression.get_absolute_url()).content.decode()
     regression.refresh_from_db()

@@ -7,8 +7,10 @@
 - `store`: writing a batch: COPY on PostgreSQL, the ORM elsewhere, behind `Store`.
 - `summaries`: the run summaries maintained as results arrive.
 - `upload`: `store_upload` and `rederive`, the entry points (exported here).
+- `ownership`: `delete_uploads`, which deletes uploads with exactly their own results.
 """
 
+from benchsite.results.ingest.ownership import delete_uploads
 from benchsite.results.ingest.upload import (
     KeyReused,
     RepoForbidden,
@@ -18,4 +20,5 @@ from benchsite.results.ingest.upload import (
     store_upload,
 )
 
-__all__ = ["KeyReused", "RepoForbidden", "Stored", "UploadRefused", "rederive", "store_upload"]
+__all__ = ["KeyReused", "RepoForbidden", "Stored", "UploadRefused", "delete_uploads", "rederive",
+           "store_upload"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import gzip
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -78,18 +78,13 @@ def store_upload(
     """
     metadata = {key: value for key, value in (metadata or {}).items() if value not in (None, "")}
     digest = content_hash(body, metadata)
-    repeat = _find_repeat(digest, idempotency_key)
+    repeat = _find_repeat(digest, idempotency_key, token)
     if repeat is not None:
+        _check_repos(token, repeat.repos)  # a replay tells nothing to a token of other repos
         return Stored(repeat, created=False)
 
     batch = _normalize(body, metadata, received=datetime.now(UTC))
-    if token is not None:
-        forbidden = sorted(repo for repo in batch.repos if not token.allows(repo))
-        if forbidden:
-            raise RepoForbidden(
-                [f"repo {repo!r}: token {token.name!r} may upload only for {token.repos}"
-                 for repo in forbidden]
-            )
+    _check_repos(token, batch.repos)
 
     upload = Upload(
         source=source,
@@ -110,7 +105,7 @@ def store_upload(
                     lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
     except IntegrityError:
         # A concurrent request stored the same upload first.
-        repeat = _find_repeat(digest, idempotency_key)
+        repeat = _find_repeat(digest, idempotency_key, token)
         if repeat is None:
             raise
         return Stored(repeat, created=False)
@@ -168,11 +163,28 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _find_repeat(digest: str, key: str | None) -> Upload | None:
-    match = Q(content_hash=digest) | Q(idempotency_key=key) if key else Q(content_hash=digest)
+def _check_repos(token: UploadToken | None, repos: Iterable[str]) -> None:
+    if token is None:
+        return
+    forbidden = sorted(repo for repo in repos if not token.allows(repo))
+    if forbidden:
+        raise RepoForbidden(
+            [f"repo {repo!r}: token {token.name!r} may upload only for {token.repos}"
+             for repo in forbidden]
+        )
+
+
+def _find_repeat(digest: str, key: str | None, token: UploadToken | None) -> Upload | None:
+    """The earlier upload of the same content, or of the same key from the same token (or,
+    without a token, from any tokenless source)."""
+    match = Q(content_hash=digest)
+    if key:
+        match |= Q(idempotency_key=key, token=token) if token else Q(idempotency_key=key,
+                                                                        token__isnull=True)
     earlier = list(Upload.objects.filter(match).only("id", "content_hash", "idempotency_key",
-                                                     "record_count"))
-    by_key = next((upload for upload in earlier if key and upload.idempotency_key == key), None)
+                                                     "record_count", "repos", "token_id"))
+    by_key = next((upload for upload in earlier if key and upload.idempotency_key == key
+                   and upload.token_id == (token.pk if token else None)), None)
     if by_key is not None and by_key.content_hash != digest:
         raise KeyReused(
             [f"Idempotency-Key {key!r} was used by upload {by_key.pk} with different "

@@ -1,0 +1,70 @@
+"""What admins allow: the modules whose code a job spec may name, and the repos a staff
+user may see in the admin's raw uploads."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+# The runner's own modules are always allowed: they are the code the workers run anyway.
+BUILTIN_MODULES = ("runner",)
+MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+def check_module_name(value: str) -> None:
+    if not MODULE_NAME.match(value):
+        raise ValidationError(f"{value!r} is not a module name such as 'mypackage.models'")
+
+
+class AllowedCodeModule(models.Model):
+    """A module (and its submodules) whose functions job specs may name as
+    `module:function` (model factories, compiler backends); nothing else is imported."""
+
+    module = models.CharField(max_length=200, unique=True, validators=[check_module_name],
+                              help_text="e.g. 'mypackage.models': it and its submodules")
+    note = models.CharField(max_length=200, blank=True, help_text="why it is trusted")
+    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                 editable=False, on_delete=models.SET_NULL)
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["module"]
+
+    def __str__(self) -> str:
+        return self.module
+
+    @staticmethod
+    def refused(references: list[str]) -> list[str]:
+        """The `module:function` references whose module is not allowed."""
+        allowed = (*BUILTIN_MODULES,
+                   *AllowedCodeModule.objects.values_list("module", flat=True))
+        return [ref for ref in references
+                if not any(ref.partition(":")[0] == module
+                           or ref.partition(":")[0].startswith(module + ".")
+                           for module in allowed)]
+
+
+class RepoScope(models.Model):
+    """The repos a staff user may see raw uploads of (superusers see all)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="repo_scope")
+    repos = models.JSONField(default=list,
+                             help_text="'owner/name' or patterns like 'owner/*', one a line")
+
+    def __str__(self) -> str:
+        return f"{self.user}: {', '.join(self.repos)}"
+
+    @staticmethod
+    def allows(user, repos: list[str]) -> bool:
+        """Whether `user` may see everything of these repos."""
+        if user.is_superuser:
+            return True
+        scope = RepoScope.objects.filter(user=user).first()
+        patterns = scope.repos if scope else []
+        return all(any(fnmatch.fnmatchcase(repo, pattern) for pattern in patterns)
+                   for repo in repos)
