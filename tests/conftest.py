@@ -45,10 +45,17 @@ def pytest_sessionstart(session):
 
 @pytest.fixture
 def make_token(db):
+    from django.conf import settings
+
     from benchsite.results.models import UploadToken
 
-    def make(*repos: str, name: str = "ci") -> str:
-        token = UploadToken(name=name, repos=list(repos) or ["pytorch/ao"])
+    def make(*repos: str, name: str = "ci", scopes: list[str] | None = None,
+             queues: list[str] | None = None) -> str:
+        """A token for `repos`; by default one that may do everything (upload, submit jobs
+        on every queue, read): tests of scopes name theirs."""
+        token = UploadToken(name=name, repos=list(repos) or ["pytorch/ao"],
+                            scopes=list(UploadToken.Scope.values) if scopes is None else scopes,
+                            queues=list(settings.BENCH_QUEUES) if queues is None else queues)
         secret = token.issue()
         token.save()
         return secret
