@@ -114,8 +114,10 @@ def test_specs_name_code_only_from_allowed_modules(api, make_token):
     assert "os:system" in message and "evil" not in message and "tests.runner" not in message
 
     # a name that only starts like an allowed module is not inside it
-    near = CUSTOM.replace('{factory: "os:system"}, ', "").replace("tests.runner.", "tests.runnerx.")
-    assert "tests.runnerx.experiment_models:tiny" in post_job(api, secret, spec=near).json()["spec"][0]
+    near = CUSTOM.replace('{factory: "os:system"}, ', "").replace("tests.runner.",
+                                                                   "tests.runnerx.")
+    refused = post_job(api, secret, spec=near).json()["spec"][0]
+    assert "tests.runnerx.experiment_models:tiny" in refused
     allowed = CUSTOM.replace('{factory: "os:system"}, ', "")
     assert post_job(api, secret, spec=allowed).status_code in ACCEPTED
 
