@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",
     "benchsite.results",
     "benchsite.jobs",
     "benchsite.regressions",
@@ -56,6 +57,7 @@ MIDDLEWARE = [
     "benchsite.access.middleware.SiteLoginMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 
 ROOT_URLCONF = "benchsite.urls"
@@ -89,12 +91,24 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Access: with BENCH_LOGIN_REQUIRED, pages need a login with the viewers role (see README:
-# Recipes, configs and roles); the admin, login pages and API keep their own authentication.
+# Recipes, configs and roles); the admin and login pages have their own login, and the API
+# needs a viewer's session or a token with the read or upload scope (results.tokens).
 BENCH_LOGIN_REQUIRED = env_bool("BENCH_LOGIN_REQUIRED", False)
 BENCH_LOGIN_EXEMPT = ["/admin/", "/accounts/", "/api/", "/static/"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+
+# Failed logins (admin and site) lock the username out from that address (django-axes).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("BENCH_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = env_int("BENCH_LOGIN_LOCKOUT_MINUTES", 15) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "benchsite.access.clients.client_address"
+# Proxies in front of the site whose X-Forwarded-For is trusted (lockout and API throttles).
+BENCH_TRUSTED_PROXIES = env_int("BENCH_TRUSTED_PROXIES", 0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -126,20 +140,36 @@ STORAGES = {
 BENCH_UPLOAD_MAX_BYTES = env_int("BENCH_UPLOAD_MAX_BYTES", 256 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = BENCH_UPLOAD_MAX_BYTES
 
+# API rate limits (benchsite.results.throttles), DRF rates such as "10000/hour"; empty: off.
+# A token's budget covers CI bursts (8 parallel jobs x 1,000 uploads an hour); anonymous
+# clients, counted by address, get less. Counted in Redis when the broker is Redis.
+BENCH_THROTTLE_TOKEN = env_str("BENCH_THROTTLE_TOKEN", "10000/hour")
+BENCH_THROTTLE_ANON = env_str("BENCH_THROTTLE_ANON", "3600/hour")
+
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "benchsite.results.schema.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "benchsite.results.tokens.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_PERMISSION_CLASSES": ["benchsite.results.tokens.SiteApiAccess"],
+    "DEFAULT_THROTTLE_CLASSES": ["benchsite.results.throttles.TokenRateThrottle",
+                                 "benchsite.results.throttles.AnonRateThrottle"],
+    # the client address is REMOTE_ADDR, or X-Forwarded-For's entry this many proxies back
+    "NUM_PROXIES": BENCH_TRUSTED_PROXIES,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # `?format=csv` is ours (streamed CSV), not DRF's renderer override.
     "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Benchmark results API",
-    "DESCRIPTION": "Upload and query PyTorch OSS benchmark (v3) records.",
+    "DESCRIPTION": (
+        "Upload and query PyTorch OSS benchmark (v3) records. Uploads need a token with the "
+        "`upload` scope, job submissions one with `submit_jobs` (for its queues). On a site "
+        "with BENCH_LOGIN_REQUIRED every endpoint needs a viewer's session or a token with "
+        "the `read` or `upload` scope (401 without, 403 with too little); this schema and "
+        "these docs stay public. Over the rate limits: 429 with Retry-After."
+    ),
     "VERSION": "3",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -175,6 +205,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", BENCH_CELL_TIME_LIMIT + 300)
 }
 CELERY_TIMEZONE = TIME_ZONE
+# The API's rate-limit counters: shared by every web process in the broker's Redis.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                 "LOCATION": CELERY_BROKER_URL, "KEY_PREFIX": "throttle"}
+    if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"},
+}
 
 LOGGING = {
     "version": 1,
