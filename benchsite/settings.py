@@ -86,6 +86,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         DATABASE_URL,
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        # A persistent connection the server closed (restart, failover, pg_terminate_backend)
+        # is replaced at the next request instead of failing it.
+        conn_health_checks=True,
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -212,6 +215,34 @@ CACHES = {
                  "LOCATION": CELERY_BROKER_URL, "KEY_PREFIX": "throttle"}
     if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"},
+}
+# Operations (README: Operations). Detection, notifications, reports, scheduled submissions
+# and sweeps run on a queue of their own, never behind benchmark cells; every worker that
+# scripts and compose start consumes it.
+BENCH_CONTROL_QUEUE = env_str("BENCH_CONTROL_QUEUE", "control")
+CELERY_TASK_ROUTES = {
+    "benchsite.regressions.tasks.*": {"queue": BENCH_CONTROL_QUEUE},
+    "benchsite.catalog.tasks.*": {"queue": BENCH_CONTROL_QUEUE},
+    "benchsite.jobs.tasks.sweep": {"queue": BENCH_CONTROL_QUEUE},
+}
+# A running cell's worker writes a heartbeat this often; the sweeper (every
+# BENCH_SWEEP_INTERVAL s) takes a cell whose heartbeat is older than BENCH_HEARTBEAT_TIMEOUT as
+# orphaned, queues again the jobs whose enqueue failed (the outbox) and detection owed for
+# uploads whose task was lost (after BENCH_DETECTION_RETRY_AFTER s); a job that could not be
+# queued for BENCH_ENQUEUE_GIVE_UP s is failed.
+BENCH_HEARTBEAT_INTERVAL = env_int("BENCH_HEARTBEAT_INTERVAL", 30)
+BENCH_HEARTBEAT_TIMEOUT = env_int("BENCH_HEARTBEAT_TIMEOUT", 3 * BENCH_HEARTBEAT_INTERVAL)
+BENCH_SWEEP_INTERVAL = env_int("BENCH_SWEEP_INTERVAL", 60)
+BENCH_ENQUEUE_GIVE_UP = env_int("BENCH_ENQUEUE_GIVE_UP", 24 * 3600)
+BENCH_DETECTION_RETRY_AFTER = env_int("BENCH_DETECTION_RETRY_AFTER", 600)
+# django-celery-beat's DatabaseScheduler copies these entries into its table at start.
+CELERY_BEAT_SCHEDULE = {
+    "jobs: sweep orphaned cells and unqueued jobs": {
+        "task": "benchsite.jobs.tasks.sweep", "schedule": float(BENCH_SWEEP_INTERVAL),
+        "options": {"expires": BENCH_SWEEP_INTERVAL}},  # sweeps missed meanwhile: one is enough
+    "regressions: detection owed": {
+        "task": "benchsite.regressions.tasks.detect_owed",
+        "schedule": float(BENCH_SWEEP_INTERVAL), "options": {"expires": BENCH_SWEEP_INTERVAL}},
 }
 
 LOGGING = {

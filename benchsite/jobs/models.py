@@ -64,6 +64,10 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="when its cells' tasks were last handed to the broker; empty while the "
+                  "broker could not take them (the sweeper queues them when it is back)")
 
     class Meta:
         ordering = ["-created_at"]
@@ -125,6 +129,10 @@ class JobCell(models.Model):
     upload = models.ForeignKey("results.Upload", null=True, blank=True,
                                on_delete=models.SET_NULL)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="written by the worker while the cell runs; a stale one means the worker "
+                  "is gone (BENCH_HEARTBEAT_TIMEOUT)")
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -1,9 +1,11 @@
-"""Celery tasks: one task runs one cell and stores its records like an upload.
+"""Celery tasks: one task runs one cell and stores its records like an upload; a periodic
+sweep ends or re-queues work that would otherwise be stuck.
 
 Delivery is at least once (`acks_late`, re-queued when the worker process dies), so a cell
 is claimed with a conditional update and its results are stored in the same transaction
-that marks it finished: a re-delivered cell that already finished does nothing, and one
-whose worker died midway runs again from the start.
+that marks it finished: a re-delivered cell that already finished does nothing, one that
+another live worker runs is left to it, and one whose worker died (its heartbeat stopped)
+runs again from the start.
 """
 
 from __future__ import annotations
@@ -11,15 +13,24 @@ from __future__ import annotations
 import logging
 import os
 import traceback
+from datetime import timedelta
 
 import orjson
-from celery import shared_task
-from celery.exceptions import SoftTimeLimitExceeded
+from celery import Task, shared_task
+from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
-from django.db.models import Count, F
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    transaction,
+)
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from benchsite.jobs.broker import BROKER_ERRORS, broker_lost_data
+from benchsite.jobs.heartbeat import Heartbeat
 from benchsite.jobs.models import Job, JobCell
 from benchsite.results.ingest import store_upload
 from benchsite.results.models import Upload
@@ -33,10 +44,30 @@ CELL_STATUS = {OK: JobCell.Status.SUCCEEDED, SKIPPED: JobCell.Status.SKIPPED,
                FAILED: JobCell.Status.FAILED}  # by the runner's outcome status
 # This worker process's family state (e.g. baseline timings) and machine, for its latest job.
 _job_state: dict[int, tuple] = {}
+# A job younger than this is left to the enqueue that follows its submission.
+OUTBOX_GRACE = timedelta(seconds=5)
+
+
+class CellTask(Task):
+    """run_cell's class: a cell killed at the hard time limit is failed with that reason
+    (Celery calls on_failure in the worker's main process, its pool child being gone)."""
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        if isinstance(exc, TimeLimitExceeded) and args:
+            try:
+                fail_running(args[0], error=time_limit_reason())
+            finally:
+                close_old_connections()
+
+
+def time_limit_reason() -> str:
+    return (f"time limit: killed at the hard time limit of {settings.BENCH_CELL_TIME_LIMIT} s "
+            "(BENCH_CELL_TIME_LIMIT)")
 
 
 @shared_task(
     bind=True,
+    base=CellTask,
     acks_late=True,
     reject_on_worker_lost=True,
     autoretry_for=(OperationalError, InterfaceError),
@@ -46,17 +77,23 @@ _job_state: dict[int, tuple] = {}
     time_limit=settings.BENCH_CELL_TIME_LIMIT,
 )
 def run_cell(self, cell_id: int) -> str:
-    cell = claim(cell_id, worker=f"{self.request.hostname or 'in-process'} pid {os.getpid()}")
+    worker = f"{self.request.hostname or 'in-process'} pid {os.getpid()}"
+    cell = claim(cell_id, worker=worker)
     if cell is None:
-        return "not runnable (finished, cancelled or given up)"
+        return "not runnable (finished, cancelled, running elsewhere or given up)"
     try:
-        execute(cell)
+        if self.request.is_eager:  # in-process: nothing can die apart from the caller
+            execute(cell)
+        else:
+            with Heartbeat(cell.pk, worker):
+                execute(cell)
     except SoftTimeLimitExceeded:
         finish(cell, JobCell.Status.FAILED,
                error=f"timed out after {settings.BENCH_CELL_SOFT_TIME_LIMIT} s "
                      "(BENCH_CELL_SOFT_TIME_LIMIT)")
     except (OperationalError, InterfaceError):
-        raise  # transient: retried by Celery; the cell stays claimed for the retry
+        release(cell)
+        raise  # transient: retried by Celery, which claims the cell again
     except Exception:
         logger.exception("cell %s failed outside the runner", cell)
         finish(cell, JobCell.Status.FAILED, error=traceback.format_exc())
@@ -64,24 +101,67 @@ def run_cell(self, cell_id: int) -> str:
 
 
 def claim(cell_id: int, worker: str) -> JobCell | None:
-    """Mark the cell running for this worker; None when it must not run."""
+    """Mark the cell running for this worker; None when it must not run: it ended, or it is
+    running on a worker that is alive (a duplicate message)."""
     now = timezone.now()
+    runnable = Q(status=JobCell.Status.PENDING) | Q(stale_running(now))
+    current = JobCell.objects.filter(
+        pk=cell_id, status=JobCell.Status.RUNNING).values_list("worker", flat=True).first()
+    if current and died_here(current, worker):
+        runnable |= Q(status=JobCell.Status.RUNNING, worker=current)
     with transaction.atomic():
-        claimed = JobCell.objects.filter(
-            pk=cell_id, status__in=[JobCell.Status.PENDING, JobCell.Status.RUNNING]
-        ).update(status=JobCell.Status.RUNNING, attempts=F("attempts") + 1, worker=worker,
-                 started_at=now)
+        claimed = JobCell.objects.filter(runnable, pk=cell_id).update(
+            status=JobCell.Status.RUNNING, attempts=F("attempts") + 1, worker=worker,
+            started_at=now, heartbeat_at=now)
         if not claimed:
             return None
         cell = JobCell.objects.select_related("job").get(pk=cell_id)
         Job.objects.filter(pk=cell.job_id, status=Job.Status.PENDING).update(
             status=Job.Status.RUNNING, started_at=now)
     if cell.attempts > MAX_ATTEMPTS:
-        finish(cell, JobCell.Status.FAILED,
-               error=f"gave up after {MAX_ATTEMPTS} attempts: each time the worker running it "
-                     "was lost (crash, out of memory or hard time limit)")
+        finish(cell, JobCell.Status.FAILED, error=gave_up_reason())
         return None
     return cell
+
+
+def gave_up_reason() -> str:
+    return (f"gave up after {MAX_ATTEMPTS} attempts: each time the worker running it was lost "
+            "(crash, out of memory or killed)")
+
+
+def stale_running(now) -> Q:
+    """Running cells whose worker stopped writing the heartbeat."""
+    stale = now - timedelta(seconds=settings.BENCH_HEARTBEAT_TIMEOUT)
+    return Q(status=JobCell.Status.RUNNING) & (
+        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
+
+
+def died_here(running_on: str, worker: str) -> bool:
+    """Whether `running_on` ("node pid N") is this worker node or this very process, and that
+    process is gone: a pool child killed mid-cell, or a Celery retry of this process."""
+    node, _, pid = running_on.rpartition(" pid ")
+    if running_on == worker:
+        return True
+    if node != worker.rpartition(" pid ")[0] or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def release(cell: JobCell) -> None:
+    """Give a claimed cell back (pending) before a Celery retry; the sweeper does it if the
+    database cannot be reached now either."""
+    try:
+        close_old_connections()
+        JobCell.objects.filter(pk=cell.pk, status=JobCell.Status.RUNNING,
+                               worker=cell.worker).update(status=JobCell.Status.PENDING)
+    except DatabaseError:
+        logger.warning("cell %s not released for its retry", cell.pk, exc_info=True)
 
 
 def execute(cell: JobCell) -> None:
@@ -117,6 +197,13 @@ def finish(cell: JobCell, status: str, *, error: str = "", upload: Upload | None
         close_if_done(cell.job_id)
 
 
+def fail_running(cell_id: int, error: str) -> None:
+    """Fail a cell that is still running (its worker cannot finish it)."""
+    cell = JobCell.objects.filter(pk=cell_id).first()
+    if cell is not None:
+        finish(cell, JobCell.Status.FAILED, error=error)
+
+
 def close_if_done(job_id: int) -> None:
     job = Job.objects.select_for_update().get(pk=job_id)
     if job.ended or job.cells_done < job.cells_total:
@@ -144,3 +231,99 @@ def cancel(job: Job) -> int:
     job.refresh_from_db()
     return cancelled
 
+
+def fail_pending(job: Job, error: str) -> int:
+    """Fail the job's pending cells with `error` (it ends when its running ones do)."""
+    with transaction.atomic():
+        failed = job.cells.filter(status=JobCell.Status.PENDING).update(
+            status=JobCell.Status.FAILED, error=error, finished_at=timezone.now())
+        Job.objects.filter(pk=job.pk).update(cells_done=F("cells_done") + failed)
+        close_if_done(job.pk)
+    return failed
+
+
+def enqueue(job: Job) -> bool:
+    """Send one task per pending cell of the job to its queue and mark the job queued (the
+    outbox: `Job.enqueued_at`). When the broker cannot take them, say so in the log and
+    return False: the job stays recorded and the sweeper queues it once the broker is back.
+    A cell sent twice still runs once (claim)."""
+    try:
+        for cell_id in job.cells.filter(status=JobCell.Status.PENDING).values_list(
+                "id", flat=True):
+            run_cell.apply_async(args=[cell_id], queue=job.queue)
+    except BROKER_ERRORS as error:
+        logger.warning("job %s not queued, the broker is unreachable (the sweeper will queue "
+                       "it): %s", job.pk, error)
+        Job.objects.filter(pk=job.pk).update(enqueued_at=None)
+        return False
+    Job.objects.filter(pk=job.pk).update(enqueued_at=timezone.now())
+    return True
+
+
+@shared_task(acks_late=False)  # a lost sweep is simply the next one
+def sweep() -> dict[str, int]:
+    """For celery beat (settings.CELERY_BEAT_SCHEDULE, every BENCH_SWEEP_INTERVAL s): end or
+    re-queue the work that would otherwise be stuck. Returns what it did, by kind."""
+    done = sweep_orphaned_cells()
+    done["jobs queued from the outbox"], done["jobs failed unqueued"] = sweep_outbox()
+    done["jobs queued after broker data loss"] = requeue_after_broker_loss()
+    return done
+
+
+def sweep_orphaned_cells() -> dict[str, int]:
+    """Running cells whose heartbeat stopped: past the hard time limit, failed with that
+    reason; after MAX_ATTEMPTS lost workers, failed; else pending again and re-queued."""
+    done = {"cells failed at the time limit": 0, "cells failed after lost workers": 0,
+            "cells queued again": 0}
+    now = timezone.now()
+    limit = timedelta(seconds=settings.BENCH_CELL_TIME_LIMIT - settings.BENCH_HEARTBEAT_INTERVAL)
+    for cell in JobCell.objects.filter(stale_running(now)).select_related("job"):
+        last_seen = cell.heartbeat_at or cell.started_at
+        if cell.started_at and last_seen - cell.started_at >= limit:
+            fail_running(cell.pk, error=time_limit_reason())
+            done["cells failed at the time limit"] += 1
+        elif cell.attempts >= MAX_ATTEMPTS:
+            fail_running(cell.pk, error=gave_up_reason())
+            done["cells failed after lost workers"] += 1
+        elif JobCell.objects.filter(pk=cell.pk, status=JobCell.Status.RUNNING,
+                                    worker=cell.worker, heartbeat_at=cell.heartbeat_at).update(
+                status=JobCell.Status.PENDING,
+                error=f"attempt {cell.attempts}: worker {cell.worker} lost (no heartbeat "
+                      f"since {last_seen:%Y-%m-%d %H:%M:%S} UTC); queued again"):
+            done["cells queued again"] += 1
+            try:
+                run_cell.apply_async(args=[cell.pk], queue=cell.job.queue)
+            except BROKER_ERRORS:
+                # Pending without a message: the outbox's to queue.
+                Job.objects.filter(pk=cell.job_id).update(enqueued_at=None)
+    return done
+
+
+def sweep_outbox() -> tuple[int, int]:
+    """Jobs whose enqueue failed: queued now, or failed with the reason once they waited
+    BENCH_ENQUEUE_GIVE_UP s. Returns (queued, failed)."""
+    now = timezone.now()
+    queued = failed = 0
+    unqueued = Job.objects.filter(enqueued_at__isnull=True, created_at__lt=now - OUTBOX_GRACE)
+    for job in unqueued.exclude(status__in=Job.ENDED):
+        if job.created_at < now - timedelta(seconds=settings.BENCH_ENQUEUE_GIVE_UP):
+            fail_pending(job, error=f"never queued: the broker could not take the job's tasks "
+                                    f"for {settings.BENCH_ENQUEUE_GIVE_UP} s "
+                                    "(BENCH_ENQUEUE_GIVE_UP)")
+            Job.objects.filter(pk=job.pk).update(enqueued_at=now)
+            failed += 1
+        elif enqueue(job):
+            queued += 1
+        else:
+            break  # the broker is still down
+    return queued, failed
+
+
+def requeue_after_broker_loss() -> int:
+    """When the broker lost its data (restart without persistence), every unended job's
+    pending cells are sent again; returns how many jobs."""
+    if not broker_lost_data():
+        return 0
+    jobs = Job.objects.exclude(status__in=Job.ENDED).filter(
+        enqueued_at__isnull=False, cells__status=JobCell.Status.PENDING).distinct()
+    return sum(enqueue(job) for job in jobs)

@@ -7,12 +7,13 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BROKER = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0").rsplit("/", 1)[0] + "/15"
+BROKER = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 SMALL_SPEC = """\
 quantization_config_recipe_names: ["int8wo", "int8dq"]
@@ -47,39 +48,68 @@ def _database_url() -> str:
             f"{database['NAME']}")
 
 
-@pytest.fixture
-def celery_worker(transactional_db):
-    """Starts `celery -A benchsite worker -Q cpu -c 1`; tasks sent by the test go to it."""
+def redis_reachable(url: str) -> None:
+    """Empty the broker's database; skip (fail in CI) when Redis does not answer."""
     import redis
 
-    from benchsite.celery import app
-
     try:
-        redis.Redis.from_url(BROKER).flushdb()
+        redis.Redis.from_url(url).flushdb()
     except redis.ConnectionError as error:
         if os.environ.get("CI") == "true":
-            pytest.fail(f"Redis at {BROKER} is unreachable: {error}")
-        pytest.skip(f"Redis at {BROKER} is unreachable")
-    env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": BROKER,
-           "LOG_LEVEL": "WARNING"}
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "benchsite", "worker", "-Q", "cpu", "-c", "1",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "-n",
-         f"test{os.getpid()}@%h", "--loglevel", "WARNING"],
-        cwd=ROOT, env=env,
-    )
-    saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
-    _reconnect(app, task_always_eager=False, broker_url=BROKER)
+            pytest.fail(f"Redis at {url} is unreachable: {error}")
+        pytest.skip(f"Redis at {url} is unreachable")
+
+
+def start_worker(broker: str, name: str = "", beat: bool = False,
+                 **settings: object) -> subprocess.Popen:
+    """`celery -A benchsite worker -Q cpu,control -c 1` (with `beat`, the sweeper's schedule in
+    the same process), in a session of its own so that the whole of it can be killed;
+    `settings` are environment variables for it (e.g. BENCH_SWEEP_INTERVAL=1)."""
+    env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": broker,
+           "LOG_LEVEL": "WARNING", **{key: str(value) for key, value in settings.items()}}
+    command = [sys.executable, "-m", "celery", "-A", "benchsite", "worker", "-Q", "cpu,control",
+               "-c", "1", "--without-gossip", "--without-mingle", "--without-heartbeat",
+               "-n", f"{name or 'test'}{os.getpid()}@%h", "--loglevel", "WARNING"]
+    if beat:  # the schedule in memory: CELERY_BEAT_SCHEDULE, as the database scheduler has it
+        command += ["--beat", "--scheduler", "celery.beat:Scheduler",
+                    "--schedule", f"/tmp/celerybeat-{os.getpid()}-{name}"]
+    return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+
+
+def stop_worker(worker: subprocess.Popen) -> None:
+    if worker.poll() is not None:
+        return
+    worker.send_signal(signal.SIGTERM)
     try:
-        yield worker
+        worker.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+
+
+@contextmanager
+def sending_to(broker: str):
+    """Point the test process's Celery app at the broker (tasks are no longer eager)."""
+    from benchsite.celery import app
+
+    saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
+    _reconnect(app, task_always_eager=False, broker_url=broker)
+    try:
+        yield app
     finally:
         _reconnect(app, **saved)
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+
+
+@pytest.fixture
+def celery_worker(transactional_db):
+    """Starts a worker (queues cpu and control); tasks sent by the test go to it."""
+    redis_reachable(BROKER)
+    worker = start_worker(BROKER)
+    try:
+        with sending_to(BROKER):
+            yield worker
+    finally:
+        stop_worker(worker)
 
 
 def _reconnect(app, **conf) -> None:
@@ -97,3 +127,4 @@ def wait_for(predicate, timeout: float = 180, interval: float = 0.2):
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {predicate.__doc__}")
+

@@ -1,10 +1,13 @@
 """Jobs in the embedded mode (no broker: cells run in-process through the same task)."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from benchsite.jobs import tasks
 from benchsite.jobs.models import Job, JobCell
-from benchsite.jobs.submit import submit_job
+from benchsite.jobs.submit import JobRefused, submit_job
 from benchsite.results.models import Result, Run, Upload
 from tests.jobs.conftest import FAST_TIMING, SMALL_SPEC
 
@@ -50,7 +53,9 @@ def test_api_refusals(api, make_token):
     token = make_token("pytorch/ao")
     bad = submit(api, token, spec="quantization_config_recipe_names: [nope]\n")
     assert bad.status_code == 400 and "nope" in str(bad.json())
-    assert submit(api, token, queue="tpu").status_code == 400
+    assert submit(api, token, queue="tpu").status_code == 403  # not among the token's queues
+    with pytest.raises(JobRefused, match="queue 'tpu': unknown"):
+        submit_job(SMALL_SPEC, name="s.yml", queue="tpu", via="api")
     assert "samples_per" in str(submit(api, token, timing={"samples_per": 1}).json())
     assert submit(api, make_token("other/repo")).status_code == 403
     assert api.post("/api/v3/jobs", {"spec": SMALL_SPEC}, format="json").status_code in (401, 403)
@@ -100,7 +105,9 @@ def test_redelivery_of_a_finished_cell_does_nothing():
 def test_a_cell_whose_worker_keeps_dying_is_given_up(undelivered):
     job = submit_job(SMALL_SPEC, name="s.yml", queue="cpu", via="api")
     cell = job.cells.first()
-    JobCell.objects.filter(pk=cell.pk).update(status="running", attempts=tasks.MAX_ATTEMPTS)
+    an_hour_ago = timezone.now() - timedelta(hours=1)  # its worker's heartbeat stopped
+    JobCell.objects.filter(pk=cell.pk).update(status="running", attempts=tasks.MAX_ATTEMPTS,
+                                              started_at=an_hour_ago, heartbeat_at=an_hour_ago)
     tasks.run_cell.apply(args=[cell.pk])
     cell.refresh_from_db()
     assert cell.status == "failed" and "gave up after 3 attempts" in cell.error
