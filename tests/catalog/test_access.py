@@ -65,7 +65,7 @@ def test_login_required_redirects_anonymous_users_and_lets_viewers_in(client, ro
         answer = client.get(url + "?format=json")
         assert answer.status_code == 302, url
         assert answer["Location"] == f"/accounts/login/?next={url}%3Fformat%3Djson"
-    assert client.get("/api/v3/results?repo=pytorch/ao").status_code == 200  # its own auth
+    assert client.get("/api/v3/results?repo=pytorch/ao").status_code == 401  # the API too
     assert client.get("/accounts/login/").status_code == 200
     user_in(None, "nobody")
     assert client.post("/accounts/login/", {"username": "nobody",
@@ -76,4 +76,5 @@ def test_login_required_redirects_anonymous_users_and_lets_viewers_in(client, ro
     client.post("/accounts/login/", {"username": "viewer", "password": "a-long-password-1"})
     for url in PAGES:
         assert client.get(url).status_code == 200, url
+    assert client.get("/api/v3/results?repo=pytorch/ao").status_code == 200  # the session
     assert b"Log out viewer" in client.get("/").content
