@@ -8,8 +8,9 @@ drawn at random per series) at 1 %, 2 % and 5 % noise, in two variants: one valu
 by a night's repetitions) is the noise named and whose within-run noise is a third of it.
 
 Each series is judged the way `benchsite.regressions.compare` judges it, with the pure
-functions it calls: `judge.judge(base repetitions, head repetitions, history, "lower",
-Rules(tolerance=0.05, min_history=5, alpha=0.05))` where the history is the series' point
+functions it calls: `judge.judge(base repetitions, head repetitions,
+judge.baseline(history), "lower", Rules(tolerance=0.05, min_history=5, alpha=0.05))`
+where the history is the series' point
 values (trimmed means of the repetitions, as `history.recent` gives them) on the default
 branch up to and including the base commit, the last 60 (`lookback_points`), with no
 recorded change (`level_from=0`); then `judge.control(verdicts, Rules.fdr)` over the 100
@@ -105,7 +106,7 @@ class Case:
         return REGRESSION if change > 0 else IMPROVEMENT  # lower is better
 
     def judged(self) -> judge.Verdict:
-        return judge.judge(self.base, self.head, self.history, LOWER, RULES)
+        return judge.judge(self.base, self.head, judge.baseline(self.history), LOWER, RULES)
 
 
 def cases(matrix: np.ndarray, base_nights: np.ndarray, worse: list[bool | None]) -> list[Case]:

@@ -14,12 +14,13 @@ import difflib
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from statistics import median
 from typing import NamedTuple
 
-from django.db.models import Max
 from django.db.models.fields.json import KeyTextTransform
 
+from benchsite.regressions import baselines
 from benchsite.regressions.detect import judge
 from benchsite.regressions.detect.judge import (
     IMPROVEMENT,
@@ -28,12 +29,10 @@ from benchsite.regressions.detect.judge import (
     Rules,
     Verdict,
 )
-from benchsite.regressions.history import recent
+from benchsite.regressions.history import History, recent
 from benchsite.regressions.models import (
     DetectionSettings,
-    Detector,
     MetricDirection,
-    Regression,
 )
 from benchsite.results.models import Result, Run
 
@@ -155,24 +154,28 @@ def compare_commits(repo: str, base_sha: str, head_sha: str, *,
                     **{f"series__{name}": value for name, value in filters.items() if value})
             .annotate(unit=KeyTextTransform("unit", "extra_info"),
                       unstable=KeyTextTransform("unstable", "extra_info"))
-            .values_list("series_id", "run__head_sha", "run_id", "value", "values", "unit",
-                         "unstable", *series_fields))
+            .values_list("series_id", "run__head_sha", "run_id", "run__timestamp",
+                         "run__head_branch", "value", "values", "unit", "unstable",
+                         *series_fields))
     samples: dict[tuple[int, str], list[float]] = {}
     series: dict[int, _Series] = {}
     units: dict[int, str] = {}
     unstable: set[int] = set()
-    head_runs: set[int] = set()
-    for series_id, sha, run_id, value, values, unit, shaky, *fields in rows:
+    head_runs: dict[int, datetime] = {}
+    base_runs: dict[int, tuple[datetime, str]] = {}
+    for series_id, sha, run_id, at, branch, value, values, unit, shaky, *fields in rows:
         finite = [v for v in (values or [value]) if math.isfinite(v)]
         samples.setdefault((series_id, sha), []).extend(finite)
         if shaky in (True, "true", "True"):
             unstable.add(series_id)
         if sha == head_sha and head_sha != base_sha:
-            head_runs.add(run_id)
+            head_runs[run_id] = at
+        if sha == base_sha:
+            base_runs[run_id] = (at, branch)
         if series_id not in series:
             series[series_id] = _Series(series_id, *fields)
             units[series_id] = unit or ""
-    histories = _histories(repo, base_sha, list(series), branches, head_runs, settings)
+    histories = _baselines(list(series), base_runs, head_runs, branches, settings)
     directions = MetricDirection.resolve(list(series.values()), units)
     tolerances: dict[tuple[str, str], float] = {}
     verdicts: list[tuple[_Series, Verdict, list[float], list[float], int]] = []
@@ -183,9 +186,9 @@ def compare_commits(repo: str, base_sha: str, head_sha: str, *,
         rules = Rules(tolerance=tolerances[key], min_history=settings.min_history,
                       alpha=settings.compare_significance)
         base, head = samples.get((pk, base_sha), []), samples.get((pk, head_sha), [])
-        history, start = histories.get(pk, ([], 0))
+        history = histories.get(pk, judge.NO_HISTORY)
         verdicts.append((item, judge.judge(base, head, history, directions[pk], rules,
-                                           pk in unstable, start), base, head, len(history)))
+                                           pk in unstable), base, head, history.points))
     held = judge.control([verdict for _, verdict, *_ in verdicts], Rules.fdr)
     compared = [_row(item, directions[item.pk], tolerances[item.metric, item.benchmark],
                      verdict, base, head, points)
@@ -195,29 +198,30 @@ def compare_commits(repo: str, base_sha: str, head_sha: str, *,
     return Comparison(repo, base_sha, head_sha, branches, compared)
 
 
-def _histories(repo: str, base_sha: str, series_ids: list[int], branches: list[str],
-               head_runs: set[int], settings: DetectionSettings
-               ) -> dict[int, tuple[list[float], int]]:
-    """Each series' point values on the default branches up to the base commit (the head's
-    own runs left out, should the head be older), and where its latest recorded change
-    starts in them."""
-    until = Run.objects.of_commit(repo, base_sha).aggregate(Max("timestamp"))["timestamp__max"]
-    if until is None:
+def _baselines(series_ids: list[int], base_runs: dict[int, tuple[datetime, str]],
+               head_runs: dict[int, datetime], branches: list[str],
+               settings: DetectionSettings) -> dict[int, judge.Baseline]:
+    """Each series' baseline on the default branches up to the base commit (its runs'
+    times and branches in `base_runs`): the one stored for the base's point where there is
+    one, else computed from the history (the head's own runs left out, should the head be
+    older)."""
+    if not base_runs:
         return {}
-    found = recent(series_ids, settings.lookback_points, branches, until)
-    changed = dict(Regression.objects.filter(
-        series_id__in=list(found), branch__in=branches, detector=Detector.CHANGEPOINT,
-        first_bad_at__lte=until).exclude(state=Regression.State.FALSE_POSITIVE)
-        .values("series_id").annotate(latest=Max("first_bad_at"))
-        .values_list("series_id", "latest"))
-    histories = {}
-    for pk, history in found.items():
-        points = [(at, value) for at, run, value in zip(
-            history.timestamps, history.run_ids, history.values, strict=True)
-            if run not in head_runs]
-        start = sum(1 for at, _ in points if pk in changed and at < changed[pk])
-        histories[pk] = ([value for _, value in points], start)
-    return histories
+    until = max(at for at, _ in base_runs.values())
+    head_older = any(at <= until for at in head_runs.values())
+    found = {} if head_older else baselines.stored(
+        series_ids, [run for run, (_, branch) in base_runs.items() if branch in branches])
+    missing = [pk for pk in series_ids if pk not in found]
+    histories = recent(missing, settings.lookback_points, branches, until)
+    for pk, history in histories.items():
+        kept = [n for n, run in enumerate(history.run_ids) if run not in head_runs]
+        histories[pk] = History([history.timestamps[n] for n in kept],
+                                [history.run_ids[n] for n in kept], history.values[kept],
+                                history.noise_floor, history.unit)
+    computed = baselines.of_histories(
+        histories, baselines.recorded_changes(list(histories), branches, until),
+        settings.lookback_points)
+    return found | {pk: one for (pk, _), one in computed.items()}
 
 
 class _Series(NamedTuple):

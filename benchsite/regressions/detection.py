@@ -36,6 +36,7 @@ import numpy as np
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from benchsite.regressions import baselines
 from benchsite.regressions.detect import Detection, changepoint, hud_policy
 from benchsite.regressions.history import History, recent
 from benchsite.regressions.models import (
@@ -99,7 +100,9 @@ def detect_series(series_ids: Iterable[int], branch: str,
                 updated.append(match)  # (a match made in this run is the same new record)
     if updated:
         Regression.objects.bulk_update(updated, UPDATED_FIELDS)
-    return _save(_aligned(new, series, branch), branch)
+    created = _save(_aligned(new, series, branch), branch)
+    baselines.store_newest(histories, [branch], settings)  # (after: a change found is kept)
+    return created
 
 
 def _changepoints(histories: dict[int, History], series: dict[int, Series],

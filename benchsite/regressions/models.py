@@ -199,6 +199,29 @@ class RegressionEvent(models.Model):
         return f"{self.from_state or 'new'} -> {self.to_state}"
 
 
+class SeriesBaseline(models.Model):
+    """A series' baseline on its default branch as of one of its points (`judge.Baseline`:
+    level since its latest recorded change, noise, points), written by detection for the
+    newest point it looked at and by `manage.py baselines` for older ones. Comparisons
+    read it for their base commit instead of the series' history (which costs 60 rows a
+    series). A change triaged as a false positive later is not undone here."""
+
+    series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    level = models.FloatField(null=True)
+    noise = models.FloatField(null=True)
+    freedom = models.FloatField()
+    points = models.PositiveIntegerField()
+    since = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "series"],
+                                               name="one_baseline_per_run_and_series")]
+
+    def __str__(self) -> str:
+        return f"baseline of series {self.series_id} at run {self.run_id}"
+
+
 class MetricDirection(models.Model):
     """Which way is better for a metric, where the contract's table and inference from the
     name and unit (runner.contract.directions) do not tell, or are wrong for this site."""

@@ -1,8 +1,11 @@
 """Commit comparison: `compare_commits` and `GET /api/v3/compare`, judged against each
 series' own default-branch history."""
 
+import io
+
 import numpy as np
 import pytest
+from django.core.management import call_command
 
 from benchsite.regressions.compare import CannotCompare, compare_commits, resolve
 from benchsite.regressions.detect import judge
@@ -44,7 +47,7 @@ def two_commits():
 def test_without_history_repetitions_decide_or_it_is_insufficient_data(
         two_commits, django_assert_max_num_queries):
     DetectionSettings.load()  # made on first use
-    # settings (3), sha checks (4), results, base time, history, changes, directions
+    # settings (3), sha checks (4), results, stored baselines, history, changes, directions
     with django_assert_max_num_queries(12):
         comparison = compare_commits("pytorch/ao", sha(1), sha(2))
     state = {row.model: row.state for row in comparison.rows}
@@ -120,18 +123,20 @@ def test_pull_request_runs_are_never_history():
 def test_false_discovery_control_holds_weak_changes_among_many():
     rules = judge.Rules(tolerance=0.05)
     history = np.exp(np.random.default_rng(0).normal(0, 0.03, 60))
-    noise, _ = judge._noise(history)
+    noise = judge.baseline(history).noise
     head = float(np.median(history)) * np.exp(3.0 * noise * np.sqrt(1 + np.pi / 120))
-    weak = judge.judge([1.0], [head], history, "higher", rules)
+    weak = judge.judge([1.0], [head], judge.baseline(history), "higher", rules)
     assert weak.state == "improvement" and 0.001 < weak.p_value < 0.01
-    quiet = [judge.judge([1.0], [1.0], history, "higher", rules) for _ in range(200)]
+    quiet = [judge.judge([1.0], [1.0], judge.baseline(history), "higher", rules)
+             for _ in range(200)]
     held = judge.control([weak, *quiet], 0.005)
     assert held[0].state == "noisy" and "within the noise of 201 series" in held[0].rule
 
 
 def test_unstable_measurements_are_noisy_not_regressions():
     rules = judge.Rules(tolerance=0.05)
-    verdict = judge.judge([1.0], [0.8], np.ones(20), "higher", rules, unstable=True)
+    verdict = judge.judge([1.0], [0.8], judge.baseline(np.ones(20)), "higher", rules,
+                          unstable=True)
     assert verdict.state == "noisy" and "unstable" in verdict.rule
 
 
@@ -183,3 +188,45 @@ def test_the_api_answers_json_and_names_bad_parameters(two_commits, api):
     unknown = api.get("/api/v3/compare", {"repo": "pytorch/ao", "base": "abc", "head": sha(2)})
     assert unknown.status_code == 404
     assert unknown.json()["cannot_compare"] == "short_sha"
+
+
+def _rows(comparison):
+    return [(row.model, row.state, row.level, row.noise, row.history, row.p_value)
+            for row in comparison.rows]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stored_baselines_give_the_verdicts_the_history_gives():
+    from benchsite.regressions.models import SeriesBaseline
+
+    nights = 30
+    history_of({"quiet": levels(nights, noise=0.01, repetitions=1, seed=1),
+                "stepped": levels(nights, step_at=29, step=0.12, noise=0.01, repetitions=1,
+                                  seed=2)}, nights)
+    # Detection on each upload stored the baseline of each series' newest point.
+    stored = SeriesBaseline.objects.filter(run__head_sha=sha(28))
+    assert stored.count() == 2 and stored.filter(points=29).count() == 2
+    with_stored = compare_commits("pytorch/ao", sha(28), sha(29))
+    assert {row.model: row.state for row in with_stored.rows} == {
+        "stepped": "regression", "quiet": "unchanged"}
+    SeriesBaseline.objects.all().delete()
+    assert _rows(compare_commits("pytorch/ao", sha(28), sha(29))) == _rows(with_stored)
+    # An older base: `manage.py baselines` stores each point's, from the lookback before it.
+    from_history = compare_commits("pytorch/ao", sha(10), sha(29))
+    call_command("baselines", "--points", "25", stdout=io.StringIO())
+    assert SeriesBaseline.objects.count() == 2 * 25
+    older = SeriesBaseline.objects.get(run__head_sha=sha(10), series__model="quiet")
+    assert (older.points, older.since) == (11, 11)
+    assert _rows(compare_commits("pytorch/ao", sha(10), sha(29))) == _rows(from_history)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stored_baseline_is_what_the_comparison_reads():
+    from benchsite.regressions.models import SeriesBaseline
+
+    nights = 12
+    history_of({"layer": levels(nights, noise=0.01, repetitions=1)}, nights)
+    SeriesBaseline.objects.filter(run__head_sha=sha(10)).update(level=1.0)
+    row = compare_commits("pytorch/ao", sha(10), sha(11)).rows[0]
+    assert row.level == pytest.approx(2.0, rel=0.05)  # the base moved off that level
+    assert "moved at or before the base" in row.rule

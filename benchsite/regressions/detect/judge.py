@@ -28,11 +28,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from statistics import median
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from benchsite.regressions.detect.points import MIN_NOISE
+from benchsite.regressions.detect.windows import nan_medians
 from runner.contract.directions import HIGHER
 
 REGRESSION, IMPROVEMENT, CHANGED = "regression", "improvement", "changed"
@@ -66,31 +68,73 @@ class Verdict:
     mw_p_value: float | None = None  # Mann-Whitney U over repetitions
 
 
-def judge(base: Sequence[float], head: Sequence[float], history: np.ndarray,
-          direction: str | None, rules: Rules, unstable: bool = False,
-          level_from: int = 0) -> Verdict:
+@dataclass(frozen=True)
+class Baseline:
+    """What a series' history up to a commit says: its level (the median of the points
+    since its latest recorded change; None without any), the relative noise of one point
+    and its degrees of freedom (None/0 with under 3 points), and how many usable points
+    it has and the level is from. Stored per default-branch point (`SeriesBaseline`) so
+    that a comparison need not read the history again."""
+
+    level: float | None
+    noise: float | None
+    freedom: float
+    points: int
+    since: int
+
+
+def baseline(history: np.ndarray, level_from: int = 0) -> Baseline:
+    """The baseline of point values (oldest first); the level from `history[level_from:]`
+    (the points since the series' latest recorded change), the noise from all of it."""
+    return baselines(np.asarray(history, dtype=float)[None, :], np.array([level_from]))[0]
+
+
+def baselines(windows: np.ndarray, level_from: np.ndarray) -> list[Baseline]:
+    """`baseline` of each row of `windows` (point values, oldest first, NaN for none), the
+    level from column `level_from[row]` on: one pass for thousands of points."""
+    usable = np.isfinite(windows) & (windows > 0)
+    values = np.where(usable, windows, np.nan)
+    columns = np.arange(windows.shape[1])[None, :]
+    level, since = nan_medians(np.where(columns >= level_from[:, None], values, np.nan))
+    # The noise is that of successive usable points: move them to the front, in order.
+    compact = np.take_along_axis(values, np.argsort(~usable, axis=1, kind="stable"), axis=1)
+    points = usable.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        steps = np.diff(np.log(compact), axis=1)
+        centre, count = nan_medians(steps)
+        mad = MAD_SCALE * nan_medians(np.abs(steps - centre[:, None]))[0]
+        clipped = np.clip(steps, (centre - CLIP * mad)[:, None], (centre + CLIP * mad)[:, None])
+        spread = np.sqrt(np.nansum((clipped - centre[:, None]) ** 2, axis=1) / (count - 1))
+    noise = np.maximum(spread / math.sqrt(2), MIN_NOISE)
+    return [Baseline(float(level[n]) if since[n] else None,
+                     float(noise[n]) if points[n] >= 3 else None,
+                     EFFICIENCY * float(count[n] - 1) if points[n] >= 3 else 0.0,
+                     int(points[n]), int(since[n]))
+            for n in range(len(windows))]
+
+
+NO_HISTORY = Baseline(None, None, 0.0, 0, 0)
+
+
+def judge(base: Sequence[float], head: Sequence[float], history: Baseline,
+          direction: str | None, rules: Rules, unstable: bool = False) -> Verdict:
     """A first verdict on one series (`control` then holds a comparison's significant
     verdicts to its false discovery rate). `base`/`head`: the commits' repetitions;
-    `history`: point values up to the base commit on the default branch, oldest first;
-    the level is taken from `history[level_from:]` (the points since the series' latest
-    recorded change), the noise from all of it."""
+    `history`: the series' baseline up to the base commit on the default branch."""
     if not base:
         return Verdict(NEW, "no result at the base commit")
     if not head:
         return Verdict(MISSING, "no result at the head commit")
-    base_value, head_value = float(np.median(base)), float(np.median(head))
-    history = np.asarray(history, dtype=float)
-    usable = np.isfinite(history) & (history > 0)
-    since = history[level_from:][usable[level_from:]]
-    history = history[usable]
-    enough = len(history) >= rules.min_history and base_value > 0 and head_value > 0
-    level = float(np.median(since)) if len(since) else base_value
+    base_value, head_value = float(median(base)), float(median(head))
+    enough = (history.points >= rules.min_history and history.noise is not None
+              and base_value > 0 and head_value > 0)
     if not enough:
-        return _without_history(base, head, len(history), direction, rules, unstable)
-    noise, freedom = _noise(history)
+        return _without_history(base, head, history.points, direction, rules, unstable)
+    noise, since = history.noise, history.since
+    level = history.level if since else base_value
     # The level is a median of points since the latest change (the base alone, if none):
     # its own error adds to the head's.
-    spread = noise * math.sqrt(1 + (math.pi / (2 * len(since)) if len(since) > 1 else 1))
+    spread = noise * math.sqrt(1 + (math.pi / (2 * since) if since > 1 else 1))
     moved = ""
     if (abs(math.log(base_value / level)) > MOVED_Z * spread
             and (base_value > level) == (head_value > level)):
@@ -102,7 +146,7 @@ def judge(base: Sequence[float], head: Sequence[float], history: np.ndarray,
     z = abs(math.log(head_value / level)) / spread
     # Every series judged on its history is one of the comparison's tests, within the
     # tolerance or not (`control`).
-    p = float(2 * stats.t.sf(z, freedom))
+    p = float(2 * special.stdtr(history.freedom, -z))  # Student's t, two-sided
     if abs(change) <= rules.tolerance:
         return Verdict(UNCHANGED, f"within the ±{rules.tolerance:.0%} tolerance{moved}",
                        level, noise, p)
@@ -119,7 +163,7 @@ def judge(base: Sequence[float], head: Sequence[float], history: np.ndarray,
 def _without_history(base_reps: Sequence[float], head_reps: Sequence[float], points: int,
                      direction: str | None, rules: Rules, unstable: bool) -> Verdict:
     """Too little history for its noise: the repetitions decide, where there are enough."""
-    base, head = float(np.median(base_reps)), float(np.median(head_reps))
+    base, head = float(median(base_reps)), float(median(head_reps))
     # From 0 (a failure recorded as 0) any move counts.
     change = head / base - 1 if base else (math.inf if head != base else 0.0)
     if abs(change) <= rules.tolerance:
@@ -159,18 +203,6 @@ def _state(head: float, level: float, direction: str | None) -> str:
     if direction is None:
         return CHANGED
     return IMPROVEMENT if (head > level) == (direction == HIGHER) else REGRESSION
-
-
-def _noise(history: np.ndarray) -> tuple[float, float]:
-    """Relative noise of one point, and its degrees of freedom: the standard deviation of
-    successive log differences over sqrt(2), after clipping them at 3 scaled MADs (a step
-    or an outlier barely moves it, yet nearly every difference counts in full)."""
-    steps = np.diff(np.log(history))
-    centre = float(np.median(steps))
-    mad = MAD_SCALE * float(np.median(np.abs(steps - centre)))
-    clipped = np.clip(steps, centre - CLIP * mad, centre + CLIP * mad)
-    spread = float(np.sqrt(np.mean((clipped - centre) ** 2) * len(steps) / (len(steps) - 1)))
-    return max(spread / math.sqrt(2), MIN_NOISE), EFFICIENCY * (len(steps) - 1)
 
 
 def _mann_whitney(base: Sequence[float], head: Sequence[float]) -> float | None:

@@ -46,6 +46,7 @@ class Command(BaseCommand):
                                     [end] * workers))
         store_for(connection).refresh_statistics(vacuum=True)
         call_command("detect_regressions", stdout=self.stdout)
+        call_command("baselines", points=nights, stdout=self.stdout)
         seconds = time.perf_counter() - started
         self.stdout.write(f"seeded {records} results over {nights} nights in {seconds:.0f} s "
                           f"({records / seconds:.0f} results/s)")

@@ -1,0 +1,124 @@
+"""Series baselines (`judge.Baseline`) as of their default-branch points: computed from the
+history, stored (`SeriesBaseline`) and read back.
+
+A comparison judges each series against its baseline at the base commit. Reading the
+history for that costs `lookback_points` rows a series (a million rows to compare two
+nights of 18,000 series); the stored baseline costs one. Detection stores the baseline of
+the newest point of every series it looks at; `manage.py baselines` fills in the older
+points (after an upgrade, or a change of `lookback_points`). Where none is stored, the
+comparison computes it from the history as before.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from benchsite.regressions.detect import judge
+from benchsite.regressions.history import History, recent
+from benchsite.regressions.models import (
+    DetectionSettings,
+    Detector,
+    Regression,
+    SeriesBaseline,
+)
+
+FIELDS = ("level", "noise", "freedom", "points", "since")
+BATCH = 5000  # rows a bulk write
+
+
+def _changes(series_ids: Iterable[int], branches: list[str]):
+    """The change-point records a level starts from (false positives are not changes)."""
+    return (Regression.objects
+            .filter(series_id__in=list(series_ids), branch__in=branches,
+                    detector=Detector.CHANGEPOINT)
+            .exclude(state=Regression.State.FALSE_POSITIVE))
+
+
+def _windows(history: History, ends: range, lookback: int,
+             changes: list[datetime]) -> tuple[np.ndarray, np.ndarray]:
+    """The `lookback` points up to each end (exclusive) as rows, right-aligned and NaN-
+    padded, and the column each row's level starts from: its first point at or after the
+    latest change (of `changes`, sorted) up to its newest point."""
+    padded = np.concatenate([np.full(lookback - 1, np.nan), history.values])
+    rows = sliding_window_view(padded, lookback)[[end - 1 for end in ends]]
+    starts = []
+    for end in ends:
+        before = bisect.bisect_right(changes, history.timestamps[end - 1])
+        first = (0 if not before
+                 else bisect.bisect_left(history.timestamps, changes[before - 1]))
+        starts.append(max(0, first - (end - lookback)))
+    return rows, np.array(starts, dtype=int)
+
+
+def of_histories(histories: dict[int, History], changes: dict[int, list[datetime]],
+                 lookback: int, points: int = 1) -> dict[tuple[int, int], judge.Baseline]:
+    """The baselines of the newest `points` points of each history, by (series, run): each
+    from the `lookback` points up to it, the level from the series' latest change
+    (`changes`: each series' recorded changes, sorted) up to it."""
+    keys, rows, starts = [], [], []
+    for pk, history in histories.items():
+        ends = range(max(1, len(history) - points + 1), len(history) + 1)
+        if not len(ends):
+            continue
+        windows, first = _windows(history, ends, lookback, changes.get(pk, []))
+        keys += [(pk, history.run_ids[end - 1]) for end in ends]
+        rows.append(windows)
+        starts.append(first)
+    if not keys:
+        return {}
+    return dict(zip(keys, judge.baselines(np.concatenate(rows), np.concatenate(starts)),
+                    strict=True))
+
+
+def store_newest(histories: dict[int, History], branches: list[str],
+                 settings: DetectionSettings) -> int:
+    """Store the baseline of each history's newest point (detection calls this after it
+    recorded what it found, so a change found now is the level's start)."""
+    return _write(of_histories(histories, recorded_changes(histories, branches),
+                               settings.lookback_points))
+
+
+def backfill(series_ids: list[int], branches: list[str], settings: DetectionSettings,
+             points: int) -> int:
+    """Store the baselines of the last `points` points of each series (each from the
+    `lookback_points` before it); returns how many were stored."""
+    lookback = settings.lookback_points
+    histories = recent(series_ids, points + lookback - 1, branches)
+    return _write(of_histories(histories, recorded_changes(histories, branches), lookback,
+                               points))
+
+
+def recorded_changes(series_ids: Iterable[int], branches: list[str],
+                     until: datetime | None = None) -> dict[int, list[datetime]]:
+    """Each series' recorded changes (first bad points), sorted, up to `until`."""
+    found = _changes(series_ids, branches)
+    if until is not None:
+        found = found.filter(first_bad_at__lte=until)
+    changes: defaultdict[int, list[datetime]] = defaultdict(list)
+    for pk, at in found.order_by("first_bad_at").values_list("series_id", "first_bad_at"):
+        changes[pk].append(at)
+    return changes
+
+
+def _write(found: dict[tuple[int, int], judge.Baseline]) -> int:
+    rows = [SeriesBaseline(series_id=pk, run_id=run, **dataclasses.asdict(one))
+            for (pk, run), one in found.items()]
+    for first in range(0, len(rows), BATCH):
+        SeriesBaseline.objects.bulk_create(
+            rows[first:first + BATCH], update_conflicts=True,
+            unique_fields=["run", "series"], update_fields=list(FIELDS))
+    return len(rows)
+
+
+def stored(series_ids: Iterable[int], run_ids: Iterable[int]) -> dict[int, judge.Baseline]:
+    """The baselines stored for these series at these runs (a commit's runs)."""
+    return {pk: judge.Baseline(*values) for pk, *values in SeriesBaseline.objects.filter(
+        run_id__in=list(run_ids), series_id__in=list(series_ids)).values_list(
+        "series_id", *FIELDS)}
