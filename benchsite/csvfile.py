@@ -4,12 +4,15 @@ Every value from an upload (benchmark, model and metric names...) is untrusted: 
 starts with "=", "+", "-", "@", a tab or a carriage return is run as a formula by
 spreadsheets (CSV injection, OWASP), so such text is written with a leading apostrophe.
 Numbers are written as numbers (a negative change stays -3.2), lists and objects as JSON,
-missing values as empty cells.
+missing values as empty cells. A download either completes or is an error response: the
+work that can fail (a streamed query) starts before the response's first byte.
 """
 
 from __future__ import annotations
 
 import csv
+import itertools
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -25,7 +28,10 @@ def cell(value: Any) -> Any:
     if isinstance(value, str):
         return "'" + value if value.startswith(FORMULA_STARTS) else value
     if isinstance(value, list | dict):
-        return cell(orjson.dumps(value).decode())
+        try:
+            return cell(orjson.dumps(value).decode())
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits, stored before they were refused
+            return cell(json.dumps(value))
     return value
 
 
@@ -45,8 +51,16 @@ def lines(columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> Iterator[str
 def response(filename: str, columns: Iterable[str], rows: Iterable[Iterable[Any]],
              stream: bool = False) -> HttpResponse | StreamingHttpResponse:
     """A CSV download; `stream` for row sources too large to hold (a queryset iterator)."""
-    content = lines(columns, rows)
+    content = lines(columns, started(rows))
     made = (StreamingHttpResponse(content, content_type="text/csv") if stream
             else HttpResponse("".join(content), content_type="text/csv"))
     made["Content-Disposition"] = f'attachment; filename="{filename}"'
     return made
+
+
+def started(rows: Iterable[Iterable[Any]]) -> Iterator[Iterable[Any]]:
+    """`rows` with its first row already read, so that a query that fails does so here,
+    before a streamed response has sent anything, not after its first rows."""
+    rows = iter(rows)
+    first = next(rows, None)
+    return rows if first is None else itertools.chain((first,), rows)

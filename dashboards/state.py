@@ -9,6 +9,8 @@ from urllib.parse import urlencode
 from django.http import HttpRequest
 from django.urls import reverse
 
+from benchsite import dates
+
 RANGES = {"1d": 1, "3d": 3, "7d": 7, "14d": 14, "30d": 30, "90d": 90, "180d": 180,
           "365d": 365}
 GRANULARITIES = ("hour", "day", "week", "month")
@@ -98,4 +100,6 @@ def _date(name: str, raw: str) -> datetime:
         value = datetime.fromisoformat(raw)
     except ValueError:
         raise BadParameter(name, f"{raw!r} is not a date (YYYY-MM-DD)") from None
+    if reason := dates.problem(value):
+        raise BadParameter(name, reason)
     return value if value.tzinfo else value.replace(tzinfo=UTC)

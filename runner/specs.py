@@ -32,8 +32,9 @@ def family_name(data: Any) -> str:
     return DEFAULT_FAMILY
 
 
-def read_spec(path: str | Path) -> Any:
-    """The parsed YAML of the file at `path`; SpecError when it cannot be read or parsed."""
+def read_spec(path: str | Path) -> Mapping:
+    """The parsed YAML mapping of the file at `path`; SpecError when it cannot be read or
+    parsed, or is not a mapping."""
     source = str(path)
     try:
         text = Path(path).read_text()
@@ -42,8 +43,14 @@ def read_spec(path: str | Path) -> Any:
     return parse_yaml(text, source)
 
 
-def parse_yaml(text: str, source: str) -> Any:
+def parse_yaml(text: str, source: str) -> Mapping:
+    """The spec's mapping; SpecError when the text is not YAML or not a mapping."""
     try:
-        return yaml.safe_load(text)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise SpecError(source, [f"not valid YAML: {error}"]) from None
+    if not isinstance(data, Mapping):
+        kind = "nothing" if data is None else f"a {type(data).__name__}"
+        raise SpecError(source, [f"the spec must be a mapping of keys to values (family:, "
+                                 f"...), got {kind}"])
+    return data

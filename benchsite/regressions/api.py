@@ -80,6 +80,8 @@ class Compare(APIView):
         errors = [f"{name}: required" for name in REQUIRED if not params.get(name)]
         errors += [f"{name}: unknown parameter; known: {', '.join(REQUIRED + FILTERS)}"
                    for name in params if name not in REQUIRED + FILTERS]
+        errors += [f"{name}: contains a NUL character" for name in REQUIRED + FILTERS
+                   if "\0" in params.get(name, "")]
         if errors:
             return Response({"errors": errors}, status=400)
         filters = {name: params[name] for name in FILTERS if params.get(name)}

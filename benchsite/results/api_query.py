@@ -6,12 +6,15 @@ import math
 from collections.abc import Iterator
 
 import django_filters
+from django import forms
+from django.core.exceptions import ValidationError
+from django_filters.fields import IsoDateTimeField
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, serializers
 from rest_framework.pagination import CursorPagination
 
-from benchsite import csvfile
+from benchsite import csvfile, dates
 from benchsite.results.models import Result, Run, Upload
 
 RESULT_FIELDS = {
@@ -58,6 +61,32 @@ class NewestFirst(CursorPagination):
     max_page_size = 10000
 
 
+class TimeField(IsoDateTimeField):
+    def validate(self, value):
+        super().validate(value)
+        if value is not None and (reason := dates.problem(value)):
+            raise ValidationError(reason)
+
+
+class TimeFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 time within what the database stores (benchsite.dates)."""
+
+    field_class = TimeField
+
+
+class IdFilter(django_filters.NumberFilter):
+    """A whole number within a bigint column's range: a larger one is an error naming the
+    parameter, not an empty page (nor, on SQLite, a failed query)."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, min_value=-2**63, max_value=2**63 - 1, **kwargs)
+
+    def get_max_validator(self):
+        return None
+
+
 class ResultFilter(django_filters.FilterSet):
     repo = django_filters.CharFilter(field_name="series__repo")
     branch = django_filters.CharFilter(field_name="run__head_branch")
@@ -70,10 +99,10 @@ class ResultFilter(django_filters.FilterSet):
     device = django_filters.CharFilter(field_name="series__device")
     arch = django_filters.CharFilter(field_name="series__arch")
     metric = django_filters.CharFilter(field_name="series__metric")
-    run = django_filters.NumberFilter(field_name="run_id")
-    upload = django_filters.NumberFilter(field_name="upload_id")
-    since = django_filters.IsoDateTimeFilter(field_name="timestamp", lookup_expr="gte")
-    until = django_filters.IsoDateTimeFilter(field_name="timestamp", lookup_expr="lt")
+    run = IdFilter(field_name="run_id")
+    upload = IdFilter(field_name="upload_id")
+    since = TimeFilter(field_name="timestamp", lookup_expr="gte")
+    until = TimeFilter(field_name="timestamp", lookup_expr="lt")
 
     class Meta:
         model = Result
@@ -147,12 +176,14 @@ def csv_rows(rows) -> Iterator[list]:
 class RunFilter(django_filters.FilterSet):
     branch = django_filters.CharFilter(field_name="head_branch")
     sha = django_filters.CharFilter(field_name="head_sha")
-    since = django_filters.IsoDateTimeFilter(field_name="timestamp", lookup_expr="gte")
-    until = django_filters.IsoDateTimeFilter(field_name="timestamp", lookup_expr="lt")
+    workflow_id = IdFilter()
+    job_id = IdFilter()
+    since = TimeFilter(field_name="timestamp", lookup_expr="gte")
+    until = TimeFilter(field_name="timestamp", lookup_expr="lt")
 
     class Meta:
         model = Run
-        fields = ["repo", "device", "arch", "workflow_id", "job_id", "upload"]
+        fields = ["repo", "device", "arch", "upload"]
 
 
 class RunSerializer(serializers.ModelSerializer):

@@ -12,8 +12,11 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from benchsite.results.ingest import UploadRefused, store_upload
+from benchsite.results.models import Upload
 from benchsite.results.tokens import BearerTokenAuthentication, HasUploadToken
 from runner.contract.record import RUN_FIELDS
+
+KEY_LENGTH = Upload._meta.get_field("idempotency_key").max_length
 
 
 class PayloadTooLarge(Exception):
@@ -28,6 +31,32 @@ def too_large() -> Response:
                     "split the upload"], "limit_bytes": limit},
         status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     )
+
+
+class LengthRequired(Exception):
+    pass
+
+
+def read_body(request, limit: int) -> bytes:
+    """The request body, at most `limit` bytes (PayloadTooLarge beyond). Django reads a body
+    without Content-Length as empty; a chunked one (`Transfer-Encoding: chunked`) is read
+    from the WSGI input, which a server that decodes the chunks (gunicorn) ends after the
+    last one (`wsgi.input_terminated`); elsewhere it is LengthRequired."""
+    chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+    if not chunked or request.META.get("CONTENT_LENGTH"):
+        try:
+            return request.body
+        except RequestDataTooBig:
+            raise PayloadTooLarge from None
+    if not request.META.get("wsgi.input_terminated"):
+        raise LengthRequired
+    stream, parts, size = request.META["wsgi.input"], [], 0
+    while part := stream.read(min(2**20, limit + 1 - size)):
+        parts.append(part)
+        size += len(part)
+        if size > limit:
+            raise PayloadTooLarge
+    return b"".join(parts)
 
 
 def gunzip(data: bytes, limit: int) -> bytes:
@@ -84,15 +113,26 @@ class UploadResultsMixin:
             403: OpenApiResponse(description="the token has no upload scope, or may not "
                                              "upload for a repo"),
             409: OpenApiResponse(description="Idempotency-Key reused with other content"),
+            411: OpenApiResponse(description="chunked, and the server cannot end the body"),
             413: OpenApiResponse(description="over the size limit"),
         },
     )
     def post(self, request):
         limit = settings.BENCH_UPLOAD_MAX_BYTES
+        key = request.headers.get("Idempotency-Key") or None
+        if key is not None and (len(key) > KEY_LENGTH or not key.isprintable()):
+            return Response({"errors": [
+                f"Idempotency-Key: expected at most {KEY_LENGTH} printable characters, got "
+                f"{len(key)} characters{'' if key.isprintable() else ' with control ones'}"]},
+                status=400)
         try:
-            raw = request.body
-        except RequestDataTooBig:
+            raw = read_body(request, limit)
+        except PayloadTooLarge:
             return too_large()
+        except LengthRequired:
+            return Response({"errors": ["body: chunked without a server that ends it; send "
+                                        "Content-Length"]},
+                            status=status.HTTP_411_LENGTH_REQUIRED)
         encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding == "gzip":
             try:
@@ -116,7 +156,7 @@ class UploadResultsMixin:
                 body,
                 metadata=metadata,
                 token=request.auth,
-                idempotency_key=request.headers.get("Idempotency-Key") or None,
+                idempotency_key=key,
                 payload_gzip=payload_gzip,
             )
         except UploadRefused as refused:

@@ -25,6 +25,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from benchsite import dates
 from benchsite.regressions.charts import series_chart_payload
 from benchsite.regressions.detect import hud_policy
 from benchsite.regressions.forms import FilterForm, TriageForm
@@ -65,13 +66,18 @@ GROUP_COLUMNS = ["group", "url", "repo", "branch", "state", "last_good_sha", "fi
                  "worst change", "compare", "github"]
 
 
+def _storable_day(day) -> None:
+    if reason := dates.problem(_midnight(day)):
+        raise forms.ValidationError(reason)
+
+
 class GroupFilterForm(FilterForm):
     """The list's filters: those of the regressions (a group is listed when a member
     matches), and dates of the group's first bad commit (`start`..`end`, inclusive)."""
 
-    start = forms.DateField(required=False, label="From",
+    start = forms.DateField(required=False, label="From", validators=[_storable_day],
                             widget=forms.DateInput(attrs={"type": "date"}))
-    end = forms.DateField(required=False, label="To",
+    end = forms.DateField(required=False, label="To", validators=[_storable_day],
                           widget=forms.DateInput(attrs={"type": "date"}))
 
     def clean(self):

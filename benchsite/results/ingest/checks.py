@@ -8,11 +8,20 @@ origins as one string...).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from datetime import UTC, datetime
 from typing import Any
 
+from benchsite import dates
 from runner.contract.record import MAX_TEXT
+
+BIGINT = (-2**63, 2**63 - 1)  # an integer column
+JSON_INT = (-2**63, 2**64 - 1)  # what the stored JSON's writer (orjson) holds
+# orjson writes at most 255 levels of nesting; a record is the second level of its list.
+MAX_DEPTH = 254
+# Where integers are stored as floats (`number`), as the fast path's decoder reads them.
+FLOAT_PATHS = ("metric.benchmark_values", "metric.target_value")
 
 
 class Problems:
@@ -24,7 +33,8 @@ class Problems:
         self.pairs: list[tuple[str, str]] = []  # (path, message), to report them again
 
     def add(self, path: str, message: str) -> None:
-        self.items.append(f"{self.prefix}.{path}: {message}")
+        self.items.append(f"{self.prefix}.{path}: {message}" if path
+                          else f"{self.prefix}: {message}")
         self.pairs.append((path, message))
 
     def add_whole(self, message: str) -> None:
@@ -118,13 +128,16 @@ def number(value: Any, path: str, problems: Problems,
     if isinstance(value, bool):
         problems.add(path, "expected a number, got a boolean")
         return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, str):
             return float(value)  # "inf", "-inf", "nan", "1.5"
-        except ValueError:
-            pass
+    except OverflowError:
+        problems.add(path, f"{value!r:.40} is beyond the range of a 64-bit float")
+        return None
+    except ValueError:
+        pass
     problems.add(path, f"expected a number, got {type_name(value)} {value!r:.40}")
     return None
 
@@ -148,37 +161,93 @@ def integer(value: Any, path: str, problems: Problems, default: int) -> int:
     if isinstance(value, bool):
         problems.add(path, "expected an integer, got a boolean")
         return default
+    found = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    problems.add(path, f"expected an integer, got {type_name(value)} {value!r:.40}")
-    return default
+        found = value
+    elif isinstance(value, float) and value.is_integer():
+        found = int(value)
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            found = int(value)
+    if found is None:
+        problems.add(path, f"expected an integer, got {type_name(value)} {value!r:.40}")
+        return default
+    if not BIGINT[0] <= found <= BIGINT[1]:
+        problems.add(path, f"an integer of {found.bit_length()} bits, beyond 64: integers go "
+                     f"from {BIGINT[0]} to {BIGINT[1]}")
+        return default
+    return found
 
 
 def timestamp(value: Any, path: str, problems: Problems) -> int:
-    """Unix seconds; also accepts numeric strings and ISO 8601. Missing means now."""
+    """Unix seconds; also accepts numeric strings and ISO 8601. Missing means now. Only the
+    times of benchsite.dates are accepted."""
     if value is None or value == "":
         return int(datetime.now(UTC).timestamp())
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return int(value)
+    seconds = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = value if isinstance(value, float) or abs(value) < 2**63 else math.inf
+    elif isinstance(value, str):
+        try:
+            seconds = float(value)
+        except ValueError:
+            try:
+                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                pass
+            else:
+                reason = dates.problem(parsed)
+                if reason is None:
+                    aware = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+                    return int(aware.timestamp())
+                problems.add(path, reason)
+                return 0
+    if seconds is None:
+        problems.add(path, f"expected Unix seconds or an ISO 8601 time, got {value!r:.40}")
+        return 0
+    reason = dates.timestamp_problem(seconds)
+    if reason is not None:
+        problems.add(path, reason)
+        return 0
+    return int(seconds)
+
+
+def storable(value: Any, path: str, problems: Problems, depth: int = 1) -> None:
+    """Report what no column can hold, anywhere in `value` (a decoded JSON value at nesting
+    level `depth`, at `path` in its record): text with a NUL character or a lone UTF-16
+    surrogate, an integer beyond 64 bits (but in FLOAT_PATHS), nesting deeper than
+    MAX_DEPTH."""
     if isinstance(value, str):
-        try:
-            return int(float(value))
-        except ValueError:
-            pass
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            pass
-        else:
-            if parsed.tzinfo is None:
-                parsed = parsed.replace(tzinfo=UTC)
-            return int(parsed.timestamp())
-    problems.add(path, f"expected Unix seconds or an ISO 8601 time, got {value!r:.40}")
-    return 0
+        if reason := text_problem(value):
+            problems.add(path, reason)
+    elif isinstance(value, bool | float) or value is None:
+        return
+    elif isinstance(value, int):
+        if not JSON_INT[0] <= value <= JSON_INT[1] and not path.startswith(FLOAT_PATHS):
+            problems.add(path, f"an integer of {value.bit_length()} bits, beyond 64; send it as "
+                         "a string or a float")
+    elif depth > MAX_DEPTH:
+        problems.add(path, f"nested deeper than {MAX_DEPTH} levels")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if reason := text_problem(key):
+                problems.add(f"{path}.{ascii(key)}" if path else ascii(key), f"the key {reason}")
+                continue
+            storable(item, f"{path}.{key}" if path else key, problems, depth + 1)
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            storable(item, f"{path}[{position}]", problems, depth + 1)
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as text, or None."""
+    if "\0" in value:
+        return "contains a NUL character (\\u0000), which no text column holds"
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return "contains a lone UTF-16 surrogate (an escape like \\ud800 without its pair)"
+    return None
 
 
 def label(value: Any) -> str:

@@ -15,6 +15,7 @@ import operator
 from typing import Any
 
 import msgspec
+import orjson
 
 from benchsite.caching import ProcessCache
 from benchsite.results.ingest import checks
@@ -72,10 +73,26 @@ SERIES_CACHE = ProcessCache(maxsize=100_000)
 
 
 def normalize(body: bytes, metadata: dict[str, Any]) -> Batch | None:
-    """The batch of a well-formed list of records; None when the general path must decide."""
+    """The batch of a well-formed list of records; None when the general path must decide,
+    which it also does for what no column can hold (`checks.storable`): text with a NUL
+    character, an integer beyond 64 bits or nesting orjson cannot write (lone surrogates
+    msgspec refuses itself)."""
+    if b"\\u0000" in body:
+        return None
+    try:
+        batch = _normalize(body, metadata)
+        if batch is not None:  # what no digest of a run or series has written yet
+            orjson.dumps(([result.extra_info for result in batch.results],
+                          [run.runners for run in batch.runs.values()]))
+    except orjson.JSONEncodeError:
+        return None
+    return batch
+
+
+def _normalize(body: bytes, metadata: dict[str, Any]) -> Batch | None:
     try:
         records = _DECODER.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     if not records:
         return None
@@ -140,7 +157,7 @@ def _decoded(record: RawRecord, normalizer: Normalizer, meta: dict, run_extra: d
         inputs = _EXTRA.decode(record.inputs)
         runners = _RUNNERS.decode(record.runners)
         dependencies = _EXTRA.decode(record.dependencies)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     metric = record.metric
     return normalizer.add(RecordFields(

@@ -247,6 +247,8 @@ def check_run_meta(record: dict, request_meta: dict, problems: Problems) -> dict
             problems.add(where, f"expected a string, got {checks.type_name(value)}")
         elif len(value) > MAX_TEXT:
             problems.add(where, f"longer than {MAX_TEXT} characters")
+        elif reason := checks.text_problem(value):
+            problems.add(where, reason)
         else:
             meta[key] = value
     repo = meta.get("repo", "")

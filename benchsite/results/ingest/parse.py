@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import orjson
 
 from benchsite.results.ingest import checks
@@ -73,12 +74,17 @@ CONSTANTS = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
 
 
 def _loads(text: bytes) -> Any:
+    """The JSON value of `text`. msgspec, like the fast path, keeps an integer beyond 64 bits
+    an integer (orjson would make it a float), so that both paths refuse it."""
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
+        return msgspec.json.decode(text)
+    except (msgspec.DecodeError, RecursionError):
         # Python's json writes bare NaN/Infinity by default, and so do some real writers.
         # They become the strings "nan"/"inf", which values accept and JSON columns can hold.
-        return json.loads(text, parse_constant=CONSTANTS.__getitem__)
+        try:
+            return json.loads(text, parse_constant=CONSTANTS.__getitem__)
+        except RecursionError:
+            raise ValueError(f"nested deeper than {checks.MAX_DEPTH} levels") from None
 
 
 def normalize(
@@ -92,14 +98,27 @@ def normalize(
     errors: list[str] = []
     if not records:
         errors.append("records: no records in the upload")
+    unstorable = _may_hold_unstorable(records)
     for index, record in enumerate(records):
         problems = Problems(f"records[{index}]")
-        result = _result(record, normalizer, problems)
+        if unstorable:
+            checks.storable(record, "", problems)
+        result = None if problems.items else _result(record, normalizer, problems)
         if problems.items:
             errors.extend(problems.items)
         elif result is not None:
             normalizer.batch.results.append(result)
     return normalizer.batch, errors
+
+
+def _may_hold_unstorable(records: list[Any]) -> bool:
+    """False when nothing in `records` needs `checks.storable` (which walks every value to
+    say where), by two checks at C speed: orjson writes everything the store can, and
+    writes a NUL character as the escape \\u0000."""
+    try:
+        return b"\\u0000" in orjson.dumps(records)
+    except orjson.JSONEncodeError:
+        return True
 
 
 def validate_records(records: list[Any], metadata: dict[str, Any] | None = None) -> list[str]:
