@@ -13,6 +13,7 @@ from benchsite.results.ingest import delete_uploads
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
 
 DOWNLOAD_PAYLOAD = "results.download_payload"
+ADD_JOB = "jobs.add_job"
 
 
 class UploadTokenForm(forms.ModelForm):
@@ -34,11 +35,17 @@ class UploadTokenForm(forms.ModelForm):
         known += [queue for queue in (self.instance.queues or []) if queue not in known]
         self.fields["queues"].choices = [(queue, queue) for queue in known]
 
+    user = None  # who edits: set by UploadTokenAdmin.get_form
+
     def clean(self):
         cleaned = super().clean()
-        if (UploadToken.Scope.SUBMIT_JOBS in cleaned.get("scopes", [])
-                and not cleaned.get("queues")):
+        granting = UploadToken.Scope.SUBMIT_JOBS in cleaned.get("scopes", [])
+        if granting and not cleaned.get("queues"):
             self.add_error("queues", "a token with submit_jobs needs at least one queue")
+        if granting and not self.user.has_perm(ADD_JOB):
+            # an uploader must not mint a token that does more than they may do themselves
+            self.add_error("scopes", f"only users who may submit jobs ({ADD_JOB}) may give "
+                                     "a token the submit_jobs scope")
         return cleaned
 
 
@@ -50,6 +57,11 @@ class UploadTokenAdmin(admin.ModelAdmin):
     list_filter = ["is_active"]
     readonly_fields = ["prefix", "created_by", "created_at", "last_used_at"]
     fields = ["name", "repos", "scopes", "queues", "is_active", *readonly_fields]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)  # a new class per request
+        form.user = request.user
+        return form
 
     def save_model(self, request, obj, form, change):
         if not change:

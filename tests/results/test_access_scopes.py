@@ -176,6 +176,19 @@ def test_the_token_admin_edits_scopes_and_queues_as_fields(db, client):
         ["pytorch/ao", "meta/*"], ["upload", "submit_jobs"], ["cpu"])
 
 
+def test_an_uploader_cannot_mint_a_token_that_submits_jobs(db, client):
+    client.force_login(staff("results.add_uploadtoken", "results.view_uploadtoken"))
+    url = reverse("admin:results_uploadtoken_add")
+    data = {"name": "sneaky", "repos": "pytorch/ao", "scopes": ["upload", "submit_jobs"],
+            "queues": ["cuda"], "is_active": "on"}
+    refused = client.post(url, data)
+    assert refused.status_code == 200
+    assert "only users who may submit jobs (jobs.add_job)" in refused.content.decode()
+    assert not UploadToken.objects.exists()
+    assert client.post(url, {**data, "scopes": ["upload"], "queues": []}).status_code == 302
+    assert UploadToken.objects.get().scopes == ["upload"]
+
+
 def test_create_upload_token_takes_scopes_and_queues(db, capsys):
     call_command("create_upload_token", "--repo", "pytorch/ao")
     call_command("create_upload_token", "--repo", "pytorch/ao", "--name", "gpu", "--scope",
