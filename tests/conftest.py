@@ -68,3 +68,12 @@ def api(db):
     from rest_framework.test import APIClient
 
     return APIClient()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_comparisons():
+    """Comparisons are kept per process by run ids and result counts, which a test database
+    rolled back may hand out again with other results."""
+    from benchsite.regressions.compare import RECENT
+
+    RECENT.clear()

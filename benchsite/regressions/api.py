@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchsite.regressions.compare import FILTERS, CannotCompare, compare_commits
+from benchsite.regressions.compare import FILTERS, CannotCompare, recent_comparison
 from benchsite.regressions.detect.judge import STATES
 
 REQUIRED = ("repo", "base", "head")
@@ -86,8 +86,8 @@ class Compare(APIView):
             return Response({"errors": errors}, status=400)
         filters = {name: params[name] for name in FILTERS if params.get(name)}
         try:
-            comparison = compare_commits(params["repo"], params["base"], params["head"],
-                                         **filters)
+            comparison = recent_comparison(params["repo"], params["base"], params["head"],
+                                           **filters)
         except CannotCompare as error:
             return Response({"errors": [str(error)], "cannot_compare": error.reason},
                             status=404)

@@ -11,6 +11,7 @@ there. Raises `CannotCompare` for an unknown repo, an unknown or ambiguous commi
 from __future__ import annotations
 
 import difflib
+import hashlib
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -20,6 +21,7 @@ from typing import NamedTuple
 
 from django.db.models.fields.json import KeyTextTransform
 
+from benchsite.caching import ProcessCache
 from benchsite.regressions import baselines
 from benchsite.regressions.detect import judge
 from benchsite.regressions.detect.judge import (
@@ -133,6 +135,23 @@ def resolve(repo: str, sha: str) -> str:
         raise CannotCompare("ambiguous_sha", f"commit {sha!r} is a prefix of "
                             f"{len(found)} commits of {repo}: {', '.join(found[:5])}")
     raise CannotCompare("unknown_sha", f"commit {sha!r}: no results of {repo} at it")
+
+
+# This process's recent comparisons, kept as objects (Django's cache framework pickles:
+# unpickling a whole-repo comparison took ~80 ms). Threshold changes show within the TTL.
+RECENT = ProcessCache(maxsize=32, ttl=600)
+
+
+def recent_comparison(repo: str, base_sha: str, head_sha: str, **filters: str) -> Comparison:
+    """`compare_commits`, kept for ten minutes in this process: two commits' results only
+    change when one of their runs gains results, and that is in the key."""
+    base_sha, head_sha = resolve(repo, base_sha), resolve(repo, head_sha)
+    runs = Run.objects.filter(repo=repo, head_sha__in=[base_sha, head_sha]).order_by("pk")
+    version = ",".join(f"{pk}-{count}" for pk, count in runs.values_list("pk", "result_count"))
+    key = hashlib.sha256(repr((repo, base_sha, head_sha, sorted(filters.items()), version))
+                         .encode()).hexdigest()
+    return RECENT.get_or_compute(
+        key, lambda: compare_commits(repo, base_sha, head_sha, **filters))
 
 
 def compare_commits(repo: str, base_sha: str, head_sha: str, *,

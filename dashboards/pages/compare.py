@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 
 from django.http import Http404
 from django.urls import reverse
 
-from benchsite.caching import ProcessCache
-from benchsite.regressions.compare import CannotCompare, compare_commits, resolve
+from benchsite.regressions.compare import CannotCompare, recent_comparison, resolve
 from benchsite.regressions.detect.judge import IMPROVEMENT, NOISY, REGRESSION, STATES
 from benchsite.results.models import Run
 from dashboards import charts
@@ -19,10 +17,6 @@ from dashboards.render import HTML_ROWS, Page, Table
 from dashboards.state import State
 
 CLASSES = {REGRESSION: "worse", IMPROVEMENT: "better", NOISY: "noise"}
-CACHE_SECONDS = 600  # threshold changes in the admin show within this
-# This process's recent comparisons, kept as objects: Django's local-memory cache pickles,
-# and unpickling a whole-repo comparison took ~80 ms of each request.
-RECENT = ProcessCache(maxsize=32, ttl=CACHE_SECONDS)
 TOP = 30
 
 
@@ -37,11 +31,7 @@ def build(state: State, base: str, head: str) -> Page:
             for sha in (base, head)}
     if not runs[base] and not runs[head]:
         raise Http404(f"no runs of {repo} at {base} or {head}")
-    # Two commits' results only change when a run gains results: that is the cache key.
-    version = ":".join(f"{run.pk}-{run.result_count}" for sha in (base, head)
-                       for run in runs[sha])
-    key = "compare:" + hashlib.sha256(f"{repo}:{base}:{head}:{version}".encode()).hexdigest()
-    comparison = RECENT.get_or_compute(key, lambda: compare_commits(repo, base, head))
+    comparison = recent_comparison(repo, base, head)
     options = {name: sorted({getattr(row, name) for row in comparison.rows})
                for name in ("benchmark", "metric", "arch")}
     chosen = {name: state.choice(name, ["", *options[name]], default="") for name in options}
