@@ -196,6 +196,12 @@ BENCH_QUEUES = env_list("BENCH_QUEUES", ["cpu", "cuda"])
 BENCH_JOB_REPO = env_str("BENCH_JOB_REPO", "pytorch/ao")
 BENCH_CELL_SOFT_TIME_LIMIT = env_int("BENCH_CELL_SOFT_TIME_LIMIT", 1800)
 BENCH_CELL_TIME_LIMIT = env_int("BENCH_CELL_TIME_LIMIT", BENCH_CELL_SOFT_TIME_LIMIT + 120)
+# Celery starts the hard limit's clock only when the soft one fires: the hard limit must be
+# the longer (a soft limit of 0 means none).
+if BENCH_CELL_TIME_LIMIT <= BENCH_CELL_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"BENCH_CELL_TIME_LIMIT={BENCH_CELL_TIME_LIMIT} must exceed BENCH_CELL_SOFT_TIME_LIMIT="
+        f"{BENCH_CELL_SOFT_TIME_LIMIT} (seconds)")
 # What each queue's workers have (device, CUDA capability, optional packages), a JSON object;
 # benchmark config validation reports the cells each queue would skip (benchsite.catalog).
 BENCH_QUEUE_HARDWARE = json.loads(env_str("BENCH_QUEUE_HARDWARE") or "null") or {

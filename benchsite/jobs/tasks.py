@@ -54,15 +54,15 @@ class CellTask(Task):
 
     def on_failure(self, exc, task_id, args, kwargs, einfo):
         if isinstance(exc, TimeLimitExceeded) and args:
+            limit = exc.args[0] if exc.args else settings.BENCH_CELL_TIME_LIMIT
             try:
-                fail_running(args[0], error=time_limit_reason())
+                fail_running(args[0], error=time_limit_reason(limit))
             finally:
                 close_old_connections()
 
 
-def time_limit_reason() -> str:
-    return (f"time limit: killed at the hard time limit of {settings.BENCH_CELL_TIME_LIMIT} s "
-            "(BENCH_CELL_TIME_LIMIT)")
+def time_limit_reason(limit: float) -> str:
+    return f"time limit: killed at the hard time limit of {limit:g} s (BENCH_CELL_TIME_LIMIT)"
 
 
 @shared_task(
@@ -73,7 +73,7 @@ def time_limit_reason() -> str:
     autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=True,
     max_retries=3,
-    soft_time_limit=settings.BENCH_CELL_SOFT_TIME_LIMIT,
+    soft_time_limit=settings.BENCH_CELL_SOFT_TIME_LIMIT or None,
     time_limit=settings.BENCH_CELL_TIME_LIMIT,
 )
 def run_cell(self, cell_id: int) -> str:
@@ -280,7 +280,7 @@ def sweep_orphaned_cells() -> dict[str, int]:
     for cell in JobCell.objects.filter(stale_running(now)).select_related("job"):
         last_seen = cell.heartbeat_at or cell.started_at
         if cell.started_at and last_seen - cell.started_at >= limit:
-            fail_running(cell.pk, error=time_limit_reason())
+            fail_running(cell.pk, error=time_limit_reason(settings.BENCH_CELL_TIME_LIMIT))
             done["cells failed at the time limit"] += 1
         elif cell.attempts >= MAX_ATTEMPTS:
             fail_running(cell.pk, error=gave_up_reason())

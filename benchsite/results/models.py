@@ -94,6 +94,11 @@ class Upload(models.Model):
     request_metadata = models.JSONField(default=dict, blank=True)
     record_count = models.PositiveIntegerField(default=0)
     repos = models.JSONField(default=list)
+    detection_owed_at = models.DateTimeField(
+        null=True, blank=True, db_index=True,
+        help_text="set with the upload when regression detection is owed (when it was last "
+                  "queued); cleared once done. The sweeper queues it again if its task was "
+                  "lost (BENCH_DETECTION_RETRY_AFTER)")
 
     class Meta:
         permissions = [("download_payload", "Can download raw upload payloads of its repos")]

@@ -17,8 +17,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Q
+from django.utils import timezone
 
 from benchsite.results.ingest import fast, parse
 from benchsite.results.ingest.normalize import Batch
@@ -95,6 +97,10 @@ def store_upload(
         request_metadata=metadata,
         record_count=len(batch.results),
         repos=sorted(batch.repos),
+        # Recorded in the upload's transaction: a detection task lost after the commit
+        # (broker down, worker killed) is queued again by the sweeper.
+        detection_owed_at=timezone.now()
+        if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
     )
     try:
         with transaction.atomic():
