@@ -3,7 +3,9 @@
 Plain HTTP (urllib), no Django. A file is sent as it is (JSON list, one object or JSON Lines,
 the server accepts all three), gzip-compressed, with the run metadata it lacks passed as
 query parameters. Every request carries an Idempotency-Key derived from its content, so a
-retry after a timeout can never store results twice.
+retry after a timeout can never store results twice. A broken transfer (connection reset,
+a response cut short, a timeout) and 429/5xx answers are retried with exponential backoff
+(429 and 503 honour Retry-After); one file that fails never stops the others.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
+import http.client
 import json
 import os
 import sys
@@ -25,6 +28,12 @@ from pathlib import Path
 from runner.contract.record import RUN_FIELDS
 
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
+MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After is cut to this
+# A transfer that broke: refused or reset connections, a response cut short
+# (http.client.IncompleteRead), timeouts; a 2xx answer that is not the upload's JSON (cut
+# short, or a proxy's page).
+BROKEN_TRANSFER = (urllib.error.URLError, http.client.HTTPException, ConnectionError,
+                   TimeoutError, json.JSONDecodeError, KeyError)
 
 
 class UploadError(Exception):
@@ -76,9 +85,11 @@ def upload_bytes(
         "Idempotency-Key": key,
     }
     last_problem = ""
+    wait = 0.0
     for attempt in range(retries + 1):
         if attempt:
-            time.sleep(backoff * 2 ** (attempt - 1))
+            time.sleep(max(wait, backoff * 2 ** (attempt - 1)))
+        wait = 0.0
         request = urllib.request.Request(url, data=compressed, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -89,13 +100,25 @@ def upload_bytes(
                     created=response.status == 201,
                 )
         except urllib.error.HTTPError as error:
-            detail = error.read().decode("utf-8", "replace")
+            try:
+                detail = error.read().decode("utf-8", "replace")
+            except (http.client.HTTPException, OSError):
+                detail = "(the error's body was cut short)"
             if error.code not in RETRYABLE_STATUS:
                 raise UploadError(f"{url}: HTTP {error.code}: {detail}") from None
             last_problem = f"HTTP {error.code}: {detail}"
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-            last_problem = str(getattr(error, "reason", error))
+            wait = retry_after(error.headers.get("Retry-After"))
+        except BROKEN_TRANSFER as error:
+            last_problem = f"{type(error).__name__}: {getattr(error, 'reason', error)}"
     raise UploadError(f"{url}: gave up after {retries + 1} attempts: {last_problem}")
+
+
+def retry_after(value: str | None) -> float:
+    """Seconds a Retry-After header asks to wait (its number-of-seconds form); 0 if none."""
+    try:
+        return min(max(float(value), 0.0), MAX_RETRY_AFTER) if value else 0.0
+    except ValueError:
+        return 0.0
 
 
 def upload_records(
@@ -125,7 +148,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     for field in RUN_FIELDS:
         parser.add_argument(f"--{field.replace('_', '-')}", dest=field, metavar="VALUE")
-    parser.add_argument("--retries", type=int, default=4)
+    parser.add_argument("--retries", type=int, default=4,
+                        help="retries of a broken transfer or a 429/5xx answer (default 4)")
+    parser.add_argument("--backoff", type=float, default=1.0, metavar="SECONDS",
+                        help="first wait between retries, doubled each time (default 1)")
     parser.set_defaults(func=run)
 
 
@@ -135,18 +161,22 @@ def run(args: argparse.Namespace) -> int:
         return 2
     given = {field: getattr(args, field) for field in RUN_FIELDS}
     metadata = {**ci_metadata(), **{k: v for k, v in given.items() if v}}
-    failed = 0
+    failed: list[Path] = []
     for path in args.files:
         try:
             result = upload_bytes(path.read_bytes(), args.server, args.token, metadata,
-                                  retries=args.retries)
+                                  retries=args.retries, backoff=args.backoff)
         except (OSError, UploadError) as error:
             print(f"{path}: {error}", file=sys.stderr)
-            failed += 1
+            failed.append(path)
             continue
         state = "stored" if result.created else "already stored"
         print(f"{path}: {state} as upload {result.upload_id} ({result.records} records)")
-    return 1 if failed else 0
+    if failed:
+        print(f"{len(failed)} of {len(args.files)} files not uploaded: "
+              + ", ".join(str(path) for path in failed), file=sys.stderr)
+        return 1
+    return 0
 
 
 def add_upload_options(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,96 @@
+"""`python -m runner upload` against a server that breaks transfers (no Django)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+from collections import defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from runner.cli import main
+from runner.upload import retry_after
+
+
+class Flaky(BaseHTTPRequestHandler):
+    """Answers each file (told apart by its content, `[{"file": NAME}]`) by a script of
+    behaviours, one per attempt (the last one repeats)."""
+
+    scripts: dict[str, list[str]] = {}
+    seen: dict[str, list[str]] = defaultdict(list)  # name -> Idempotency-Keys received
+
+    def do_POST(self):
+        body = gzip.decompress(self.rfile.read(int(self.headers["Content-Length"])))
+        name = json.loads(body)[0]["file"]
+        self.seen[name].append(self.headers["Idempotency-Key"])
+        script = self.scripts[name]
+        behaviour = script[min(len(self.seen[name]), len(script)) - 1]
+        if behaviour == "cut":  # promises more than it sends: http.client.IncompleteRead
+            self.send_response(201)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"upload_id"')
+        elif behaviour == "reset":
+            self.connection.shutdown(2)
+        elif behaviour in ("429", "500", "503"):
+            self.send_response(int(behaviour))
+            self.send_header("Retry-After", "0")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+        else:
+            body = json.dumps({"upload_id": 7, "records": 1, "created": True}).encode()
+            self.send_response(201)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    Flaky.seen.clear()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_broken_transfers_are_retried_and_every_file_is_tried(server, tmp_path, capsys,
+                                                               monkeypatch):
+    Flaky.scripts = {"cut": ["cut", "reset", "429", "503", "ok"], "down": ["500"],
+                     "fine": ["ok"]}
+    for name in Flaky.scripts:
+        (tmp_path / f"{name}.json").write_text(f'[{{"file": "{name}"}}]')
+    monkeypatch.chdir(tmp_path)
+    assert main(["upload", "cut.json", "down.json", "fine.json", "--server", server,
+                 "--token", "t", "--retries", "4", "--backoff", "0"]) == 1
+    out, err = capsys.readouterr()
+    assert len(Flaky.seen["cut"]) == 5 and len(set(Flaky.seen["cut"])) == 1  # one key
+    assert "cut.json: stored as upload 7" in out and "fine.json: stored as upload 7" in out
+    assert len(Flaky.seen["down"]) == 5 and len(Flaky.seen["fine"]) == 1
+    assert "down.json: " in err and "gave up after 5 attempts: HTTP 500" in err
+    assert err.strip().endswith("1 of 3 files not uploaded: down.json")
+
+
+def test_a_response_cut_short_every_time_is_reported(server, tmp_path, capsys, monkeypatch):
+    Flaky.scripts = {"a": ["cut"]}
+    (tmp_path / "a.json").write_text('[{"file": "a"}]')
+    monkeypatch.chdir(tmp_path)
+    assert main(["upload", "a.json", "--server", server, "--token", "t", "--retries", "2",
+                 "--backoff", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "gave up after 3 attempts: IncompleteRead" in err
+    assert len(Flaky.seen["a"]) == 3
+
+
+def test_retry_after_is_honoured_within_bounds():
+    assert (retry_after("5"), retry_after(None), retry_after("soon"), retry_after("-3"),
+            retry_after("99999")) == (5.0, 0.0, 0.0, 0.0, 300.0)
