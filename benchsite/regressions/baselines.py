@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 import numpy as np
+from django.db import connection, transaction
 from numpy.lib.stride_tricks import sliding_window_view
 
 from benchsite.regressions.detect import judge
@@ -108,6 +109,11 @@ def recorded_changes(series_ids: Iterable[int], branches: list[str],
 
 
 def _write(found: dict[tuple[int, int], judge.Baseline]) -> int:
+    """Insert or replace these baselines: on PostgreSQL through COPY into a temporary table
+    (bulk_create with ON CONFLICT wrote ~5,000 rows/s, 40x slower), elsewhere the ORM."""
+    if connection.vendor == "postgresql":
+        _copy(found)
+        return len(found)
     rows = [SeriesBaseline(series_id=pk, run_id=run, **dataclasses.asdict(one))
             for (pk, run), one in found.items()]
     for first in range(0, len(rows), BATCH):
@@ -115,6 +121,23 @@ def _write(found: dict[tuple[int, int], judge.Baseline]) -> int:
             rows[first:first + BATCH], update_conflicts=True,
             unique_fields=["run", "series"], update_fields=list(FIELDS))
     return len(rows)
+
+
+def _copy(found: dict[tuple[int, int], judge.Baseline]) -> None:
+    table = SeriesBaseline._meta.db_table
+    columns = ", ".join(("series_id", "run_id", *FIELDS))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("CREATE TEMPORARY TABLE IF NOT EXISTS baseline_load (series_id bigint, "
+                       "run_id bigint, level float8, noise float8, freedom float8, "
+                       "points integer, since integer) ON COMMIT DELETE ROWS")
+        with cursor.cursor.copy(f"COPY baseline_load ({columns}) FROM STDIN") as copy:
+            for (pk, run), one in found.items():
+                copy.write_row((pk, run, one.level, one.noise, one.freedom, one.points,
+                                one.since))
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM baseline_load "
+            f"ON CONFLICT (run_id, series_id) DO UPDATE SET "
+            + ", ".join(f"{name} = EXCLUDED.{name}" for name in FIELDS))
 
 
 def stored(series_ids: Iterable[int], run_ids: Iterable[int]) -> dict[int, judge.Baseline]:

@@ -54,7 +54,7 @@ UNSTABLE = "the runner marked a measurement of it unstable"
 class Rules:
     tolerance: float  # relative change a metric may make (its threshold)
     min_history: int = 5  # history points needed to know the noise
-    fdr: float = 0.005  # false discovery rate over one comparison's series
+    fdr: float = 0.005  # false discovery rate over one comparison's series (Benjamini-Hochberg)
     alpha: float = 0.05  # Mann-Whitney level, with 4+ repetitions a side
 
 
