@@ -1,6 +1,7 @@
 # Two images from one file:
 #   docker build --target web -t benchsite-web .      (Django + Celery beat, no torch)
-#   docker build --target worker -t benchsite-worker . (Celery worker with torch + torchao)
+#   docker build --target worker -t benchsite-worker . (Celery worker with torch + torchao,
+#                                                      g++ and valgrind)
 FROM python:3.11-slim AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
@@ -17,6 +18,11 @@ EXPOSE 8000
 CMD ["gunicorn", "benchsite.wsgi", "--preload", "--bind", "0.0.0.0:8000", "--workers", "4", "--timeout", "120"]
 
 FROM base AS worker
+# What every family needs on CPU besides Python packages: a C++ compiler (with OpenMP) for
+# torch.compile's inductor backend (kernels, compilers) and valgrind for instruction counts.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends g++ valgrind \
+ && rm -rf /var/lib/apt/lists/*
 # torch is pinned in pyproject.toml; on a GPU host pip takes the CUDA build of 2.13.0.
 RUN pip install --no-cache-dir ".[web,runner]"
 CMD ["celery", "-A", "benchsite", "worker", "-Q", "cpu", "-c", "1", "--loglevel", "INFO"]
