@@ -88,7 +88,7 @@ class Upload(models.Model):
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.API)
     token = models.ForeignKey(UploadToken, null=True, blank=True, on_delete=models.SET_NULL)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True,
-                                       help_text="unique per token (per source without one)")
+                                       help_text="unique per token (among workers' uploads)")
     content_hash = models.CharField(max_length=64, unique=True)
     payload_gzip = models.BinaryField(help_text="the request body as received, gzip-compressed")
     request_metadata = models.JSONField(default=dict, blank=True)
@@ -103,13 +103,14 @@ class Upload(models.Model):
     class Meta:
         permissions = [("download_payload", "Can download raw upload payloads of its repos")]
         constraints = [
-            # two tokens may pick the same key; uploads without a token (workers) share one
+            # Two tokens may pick the same key; workers (no token) share one set. The uploads
+            # of a deleted token keep their keys unchecked: nobody can send that token again.
             models.UniqueConstraint(fields=["token", "idempotency_key"],
                                     condition=models.Q(token__isnull=False),
                                     name="upload_key_per_token"),
             models.UniqueConstraint(fields=["idempotency_key"],
-                                    condition=models.Q(token__isnull=True),
-                                    name="upload_key_without_token"),
+                                    condition=models.Q(token__isnull=True, source="worker"),
+                                    name="upload_key_of_workers"),
         ]
 
     def __str__(self) -> str:

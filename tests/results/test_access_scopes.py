@@ -158,6 +158,19 @@ def test_idempotency_keys_belong_to_their_token(api, make_token):
     assert again.status_code == 200 and again.json()["created"] is False
 
 
+def test_tokens_that_shared_a_key_can_both_be_deleted(api, make_token):
+    key = {"Idempotency-Key": "build-7"}
+    for name, job in (("one", 1), ("two", 2)):
+        secret = make_token("pytorch/ao", scopes=["upload"], name=name)
+        assert upload(api, secret, [record(**{**META, "job_id": job})], **key).status_code == 201
+    UploadToken.objects.all().delete()
+    assert list(Upload.objects.values_list("token", "idempotency_key")) == [
+        (None, "build-7"), (None, "build-7")]
+    # a new token may use the key again
+    secret = make_token("pytorch/ao", scopes=["upload"], name="three")
+    assert upload(api, secret, [record(**{**META, "job_id": 3})], **key).status_code == 201
+
+
 def test_the_token_admin_edits_scopes_and_queues_as_fields(db, client):
     client.force_login(User.objects.create_superuser("admin", password="pw"))
     url = reverse("admin:results_uploadtoken_add")

@@ -80,7 +80,7 @@ def store_upload(
     """
     metadata = {key: value for key, value in (metadata or {}).items() if value not in (None, "")}
     digest = content_hash(body, metadata)
-    repeat = _find_repeat(digest, idempotency_key, token)
+    repeat = _find_repeat(digest, idempotency_key, token, source)
     if repeat is not None:
         _check_repos(token, repeat.repos)  # a replay tells nothing to a token of other repos
         return Stored(repeat, created=False)
@@ -111,7 +111,7 @@ def store_upload(
                     lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
     except IntegrityError:
         # A concurrent request stored the same upload first.
-        repeat = _find_repeat(digest, idempotency_key, token)
+        repeat = _find_repeat(digest, idempotency_key, token, source)
         if repeat is None:
             raise
         return Stored(repeat, created=False)
@@ -180,17 +180,24 @@ def _check_repos(token: UploadToken | None, repos: Iterable[str]) -> None:
         )
 
 
-def _find_repeat(digest: str, key: str | None, token: UploadToken | None) -> Upload | None:
+def _find_repeat(digest: str, key: str | None, token: UploadToken | None,
+                 source: str) -> Upload | None:
     """The earlier upload of the same content, or of the same key from the same token (or,
-    without a token, from any tokenless source)."""
+    without a token, from the same source)."""
     match = Q(content_hash=digest)
     if key:
-        match |= Q(idempotency_key=key, token=token) if token else Q(idempotency_key=key,
-                                                                        token__isnull=True)
-    earlier = list(Upload.objects.filter(match).only("id", "content_hash", "idempotency_key",
-                                                     "record_count", "repos", "token_id"))
-    by_key = next((upload for upload in earlier if key and upload.idempotency_key == key
-                   and upload.token_id == (token.pk if token else None)), None)
+        sender = Q(token=token) if token else Q(token__isnull=True, source=source)
+        match |= Q(idempotency_key=key) & sender
+    earlier = list(Upload.objects.filter(match).only(
+        "id", "content_hash", "idempotency_key", "record_count", "repos", "token_id", "source"))
+
+    def same_sender(upload: Upload) -> bool:
+        if token is not None:
+            return upload.token_id == token.pk
+        return upload.token_id is None and upload.source == source
+
+    by_key = next((upload for upload in earlier
+                   if key and upload.idempotency_key == key and same_sender(upload)), None)
     if by_key is not None and by_key.content_hash != digest:
         raise KeyReused(
             [f"Idempotency-Key {key!r} was used by upload {by_key.pk} with different "
