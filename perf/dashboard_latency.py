@@ -162,7 +162,9 @@ def ensure_reports() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", help="comma-separated page names (as printed) to measure")
     args = parser.parse_args()
+    only = set(args.only.split(",")) if args.only else None
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchsite.settings")
     os.environ.setdefault("ALLOWED_HOSTS", "testserver")
     os.environ["DEBUG"] = "false"
@@ -190,6 +192,8 @@ def main() -> int:
     failed: list[str] = []
     states: Counter[str] = Counter()
     for name, urls in page_urls().items():
+        if only is not None and name not in only:
+            continue
         for variant, suffix in VARIANTS.get(name, PAGE_VARIANTS):
             times, queries, cold = [], set(), []
             for url in urls:
