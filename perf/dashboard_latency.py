@@ -1,6 +1,8 @@
 """Server time of every dashboard page and its JSON endpoint on a large database.
 
     .venv/bin/python manage.py seed_history          # once: ~10 million results
+    .venv/bin/python manage.py baselines             # only for a database seeded before
+                                                     # seed_history stored them
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/DB \
         .venv/bin/python perf/dashboard_latency.py
 
@@ -8,7 +10,7 @@ Each page is requested with several filter combinations (devices, commits, time 
 granularities), each combination --repeat times after a warm-up, in-process through
 Django's test client: the time is the server's, without the network. Prints p50/p95 per
 page and per JSON endpoint, the SQL queries per request, and the size of the database.
-Target: p95 under 200 ms per page.
+Target: p95 under 200 ms per page. --only NAME,NAME measures only those pages.
 
 Regressions: the alert groups list (`/regressions/`), the latest groups' pages, the compare
 page and `GET /api/v3/compare` over the latest groups' commit ranges (where series are in
