@@ -91,10 +91,10 @@ class UploadAdmin(admin.ModelAdmin):
         return False
 
     def delete_model(self, request, obj):
-        delete_uploads([obj])
+        delete_uploads([obj.pk])
 
     def delete_queryset(self, request, queryset):
-        delete_uploads(queryset)
+        delete_uploads(queryset.values_list("pk", flat=True))
 
     @staticmethod
     def may_download(request, upload: Upload) -> bool:

@@ -57,7 +57,7 @@ def test_deleting_the_first_upload_keeps_the_later_ones_results(api, client, two
 
 def test_deleting_the_later_upload_keeps_the_run_with_its_first(two_uploads_one_run):
     _, first, later, run = two_uploads_one_run
-    assert delete_uploads([later]) == 1
+    assert delete_uploads([later.pk]) == 1
     run.refresh_from_db()
     assert run.upload == first and run.result_count == 2
     assert set(Result.objects.values_list("upload_id", flat=True)) == {first.pk}

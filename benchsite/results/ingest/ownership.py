@@ -17,9 +17,10 @@ from benchsite.results.ingest.summaries import resummarize_runs
 from benchsite.results.models import Result, Run, Upload
 
 
-def delete_uploads(uploads: Iterable[Upload]) -> int:
-    """Delete these uploads and their results only; returns how many uploads went."""
-    ids = [upload.pk for upload in uploads]
+def delete_uploads(upload_ids: Iterable[int]) -> int:
+    """Delete these uploads (by id: their payloads are never loaded) and their results only;
+    returns how many uploads went."""
+    ids = list(upload_ids)
     with transaction.atomic():
         mine = Result.objects.filter(upload_id__in=ids)
         touched = set(mine.values_list("run_id", flat=True).distinct())
