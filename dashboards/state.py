@@ -40,6 +40,8 @@ class State:
         value = self.query.get(name, "").strip() or default
         if len(value) > 255:
             raise BadParameter(name, "longer than 255 characters")
+        if "\0" in value:
+            raise BadParameter(name, "contains a NUL character, which no text column holds")
         self.values[name] = value
         return value
 

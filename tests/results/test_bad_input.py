@@ -215,6 +215,12 @@ def test_a_time_out_of_reach_in_a_page_filter(client, db, url, name):
     assert name in response.content.decode()
 
 
+def test_a_nul_character_in_a_page_filter(client, db):
+    response = client.get("/regressions/reports/?repo=a%00")
+    assert response.status_code == 400
+    assert "repo: contains a NUL character" in response.content.decode()
+
+
 def test_a_day_out_of_reach_in_the_regressions_filter(client, db):
     response = client.get("/regressions/?end=9999-12-31")
     assert response.status_code < 500
