@@ -92,16 +92,19 @@ def test_a_surrogate_pair_is_text(api, token):
     assert Series.objects.get().model == "speed \U0001F680"
 
 
-@pytest.mark.parametrize("where, make", [
-    ("records[0].benchmark.extra_info.count",
-     lambda: record(**META, benchmark={"name": "b", "extra_info": {"count": 2**70}})),
-    ("records[0].runners[0].memory",
-     lambda: record(**META, runners=[{"name": "cpu", "memory": -2**64}])),
-    ("records[0].job_id", lambda: record(**{**META, "job_id": 2**64})),
-    ("records[0].run_attempt", lambda: record(**{**META, "run_attempt": 2**63})),
+@pytest.mark.parametrize("where, value, make", [
+    ("records[0].benchmark.extra_info.count", 2**70,
+     lambda v: record(**META, benchmark={"name": "b", "extra_info": {"count": v}})),
+    ("records[0].runners[0].memory", -2**64,
+     lambda v: record(**META, runners=[{"name": "cpu", "memory": v}])),
+    ("records[0].job_id", 2**64, lambda v: record(**{**META, "job_id": v})),
+    ("records[0].run_attempt", 2**63, lambda v: record(**{**META, "run_attempt": v})),
+    ("records[0].model.extra_info.n", 10**2000,
+     lambda v: record(**META, model={"name": "m", "extra_info": {"n": v}})),
 ])
-def test_an_integer_over_64_bits(refused, where, make):
-    refused([make()], f"{where}: an integer of")
+def test_an_integer_over_64_bits(refused, where, value, make):
+    shown = value if value.bit_length() <= 256 else f"an integer of {value.bit_length()} bits"
+    refused([make(value)], f"{where}: {shown} is beyond the 64-bit range")
 
 
 def test_an_integer_value_over_64_bits_is_a_float_measurement(api, token):
@@ -142,7 +145,7 @@ def test_nesting_is_refused_past_what_the_store_writes(api, token, refused):
              "253370764800, from 1970-01-01 to 9999-01-01 (UTC) (milliseconds? send seconds)"),
     (-1, "timestamp: -1 is out of range"),
     ("1e400", "timestamp: inf is out of range"),
-    (2**70, "timestamp: an integer of 71 bits, beyond 64"),
+    (2**70, "timestamp: 1180591620717411303424 is beyond the 64-bit range"),
     ("9999-12-31T23:00:00-05:00", "timestamp: 9999-12-31T23:00:00-05:00 is out of range"),
     ("2025-01-01T00:00:00+16:00", "timestamp: time-zone offset +16:00 is beyond ±15:59"),
 ])
@@ -151,11 +154,13 @@ def test_a_timestamp_out_of_range(refused, value, expected):
 
 
 def test_a_workflow_id_of_2_to_the_70(refused):
-    refused([record(**{**META, "workflow_id": 2**70})], "records[0].workflow_id: an integer of")
+    refused([record(**{**META, "workflow_id": 2**70})],
+            "records[0].workflow_id: 1180591620717411303424 is beyond the 64-bit range; send it")
     refused([record(**{**META, "workflow_id": str(2**70)})],
-            "records[0].workflow_id: an integer of 71 bits, beyond 64")
+            "records[0].workflow_id: 1180591620717411303424 is beyond the 64-bit range: "
+            "integers go from -9223372036854775808 to 9223372036854775807")
     meta = {key: value for key, value in META.items() if key != "workflow_id"}
-    refused([record(**meta)], "workflow_id (from the request): an integer of 71 bits",
+    refused([record(**meta)], "workflow_id (from the request): 1180591620717411303424 is",
             query=f"?workflow_id={2**70}")
 
 

@@ -173,8 +173,8 @@ def integer(value: Any, path: str, problems: Problems, default: int) -> int:
         problems.add(path, f"expected an integer, got {type_name(value)} {value!r:.40}")
         return default
     if not BIGINT[0] <= found <= BIGINT[1]:
-        problems.add(path, f"an integer of {found.bit_length()} bits, beyond 64: integers go "
-                     f"from {BIGINT[0]} to {BIGINT[1]}")
+        problems.add(path, f"{shown_int(found)} is beyond the 64-bit range: integers go from "
+                     f"{BIGINT[0]} to {BIGINT[1]}")
         return default
     return found
 
@@ -224,8 +224,8 @@ def storable(value: Any, path: str, problems: Problems, depth: int = 1) -> None:
         return
     elif isinstance(value, int):
         if not JSON_INT[0] <= value <= JSON_INT[1] and not path.startswith(FLOAT_PATHS):
-            problems.add(path, f"an integer of {value.bit_length()} bits, beyond 64; send it as "
-                         "a string or a float")
+            problems.add(path, f"{shown_int(value)} is beyond the 64-bit range; send it as a "
+                         "string or a float")
     elif depth > MAX_DEPTH:
         problems.add(path, f"nested deeper than {MAX_DEPTH} levels")
     elif isinstance(value, dict):
@@ -237,6 +237,11 @@ def storable(value: Any, path: str, problems: Problems, depth: int = 1) -> None:
     elif isinstance(value, list):
         for position, item in enumerate(value):
             storable(item, f"{path}[{position}]", problems, depth + 1)
+
+
+def shown_int(value: int) -> str:
+    """An integer for a message (Python refuses to write one of over 4300 digits)."""
+    return str(value) if value.bit_length() <= 256 else f"an integer of {value.bit_length()} bits"
 
 
 def text_problem(value: str) -> str | None:
