@@ -10,7 +10,12 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import generics, serializers
 from rest_framework.pagination import CursorPagination
 
@@ -74,6 +79,8 @@ class TimeFilter(django_filters.IsoDateTimeFilter):
     field_class = TimeField
 
 
+@extend_schema_field({"type": "integer", "format": "int64", "minimum": -2**63,
+                      "maximum": 2**63 - 1})
 class IdFilter(django_filters.NumberFilter):
     """A whole number within a bigint column's range: a larger one is an error naming the
     parameter, not an empty page (nor, on SQLite, a failed query)."""
