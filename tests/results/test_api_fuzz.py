@@ -3,7 +3,7 @@ valid and invalid parameters and bodies, sent with a token that may do everythin
 a database holding a few results. No answer may be a 5xx.
 
 Bounded for CI (FUZZ_EXAMPLES per operation, derandomized: the same cases every run);
-perf/api_fuzz.py runs the same test longer.
+perf/api_fuzz.py is the long run.
 """
 
 import json
