@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -91,4 +92,4 @@ class Compare(APIView):
         except CannotCompare as error:
             return Response({"errors": [str(error)], "cannot_compare": error.reason},
                             status=404)
-        return Response(comparison.as_dict())
+        return HttpResponse(comparison.as_json(), content_type="application/json")
