@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -155,6 +156,8 @@ def main() -> None:
     parser.add_argument("--uploads", type=int, default=100, help="per client")
     parser.add_argument("--seconds-between", type=float, default=3.0,
                         help="between one database kill and the next (a worker kill between)")
+    parser.add_argument("--fault-seconds", type=float, default=60.0,
+                        help="faults go on at least this long (and until the uploads end)")
     parser.add_argument("--settle", type=float, default=180.0,
                         help="seconds the job may take to end once the faults stop")
     parser.add_argument("--database", default="benchsite_load_faults")
@@ -178,9 +181,12 @@ def main() -> None:
         cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
     port = free_port()
+    # The server's errors, counted at the end; open until the process exits.
+    server_log = tempfile.TemporaryFile("w+")  # noqa: SIM115
     web = subprocess.Popen(
         [python, "-m", "gunicorn", "benchsite.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "3", "--timeout", "120", "--log-level", "error"], cwd=ROOT, env=env)
+         "--workers", "3", "--timeout", "120", "--log-level", "error"], cwd=ROOT, env=env,
+        stderr=server_log)
     server = f"http://127.0.0.1:{port}"
     workers = Workers(env)
     tally = {"database kills": 0, "backends terminated": 0, "whole worker kills": 0,
@@ -203,10 +209,15 @@ def main() -> None:
         with ThreadPoolExecutor(args.clients) as pool:
             answers = list(pool.map(lambda n: send(server, token, n), range(sent)))
         upload_seconds = time.monotonic() - started
+        stop.wait(max(0.0, args.fault_seconds - upload_seconds))
+        fault_seconds = time.monotonic() - started
         stop.set()
         fault_thread.join()
         settled_in = wait_for_job(url, job_id, args.settle)
-        report(url, answers, sent, upload_seconds, tally, workers, job_id, settled_in)
+        server_log.seek(0)
+        server_errors = server_log.read().count("Internal Server Error")
+        report(url, answers, sent, upload_seconds, fault_seconds, tally, job_id, settled_in,
+               server_errors)
     finally:
         stop.set()
         workers.stop()
@@ -249,8 +260,8 @@ def wait_for_job(url: str, job_id: int, settle: float) -> float | None:
     return None
 
 
-def report(url: str, answers: list, sent: int, upload_seconds: float, tally: dict,
-           workers: Workers, job_id: int, settled_in: float | None) -> None:
+def report(url: str, answers: list, sent: int, upload_seconds: float, fault_seconds: float,
+           tally: dict, job_id: int, settled_in: float | None, server_errors: int) -> None:
     acknowledged = {upload + 1 for upload, ok, _ in answers if ok}
     with psycopg.connect(url) as conn:
         stored = {row[0] for row in conn.execute(
@@ -277,8 +288,10 @@ def report(url: str, answers: list, sent: int, upload_seconds: float, tally: dic
         owed = conn.execute("SELECT count(*) FROM results_upload "
                             "WHERE detection_owed_at IS NOT NULL").fetchone()[0]
     failures = [problem for _, ok, problem in answers if not ok]
-    print(f"faults over {upload_seconds:.1f} s of uploads: " + ", ".join(
-        f"{count} {name}" for name, count in tally.items()))
+    print(f"faults over {fault_seconds:.1f} s ({upload_seconds:.1f} s of uploads): "
+          + ", ".join(f"{count} {name}" for name, count in tally.items()))
+    print(f"server answers 500 (a query on a terminated connection; the client retried): "
+          f"{server_errors}")
     print(f"uploads: sent {sent}, acknowledged {len(acknowledged)}, stored {len(stored)} "
           f"(upload rows {uploads}), failed after retries {len(failures)}")
     print(f"lost (acknowledged, not stored): {len(acknowledged - stored)}; stored but not "

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import time
+
 import kombu.exceptions
 import redis
 from django.conf import settings
@@ -15,15 +19,66 @@ BROKER_ERRORS = (kombu.exceptions.OperationalError, kombu.exceptions.Inconsisten
 MARKER = "benchsite:broker-marker"
 
 
+def _client() -> redis.Redis | None:
+    """The broker's Redis database; None for a broker that is not Redis."""
+    if not settings.CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+        return None
+    return redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=10,
+                                socket_connect_timeout=10)
+
+
+def stale_reservations(task: str, older_than: float) -> list[tuple[str, list]]:
+    """(delivery tag, positional arguments) of `task`'s messages that a worker took from the
+    broker more than `older_than` seconds ago and never acknowledged. kombu's Redis transport keeps
+    them (hash `unacked`, zset `unacked_index`) until the visibility timeout, hours for
+    cells; a live worker starts what it took at once, so a cell still pending whose message
+    is among these was taken by a worker that died. Empty for a broker that is not Redis."""
+    client = _client()
+    if client is None:
+        return []
+    try:
+        tags = client.zrangebyscore("unacked_index", 0, time.time() - older_than)
+        if not tags:
+            return []
+        found = []
+        for tag, raw in zip(tags, client.hmget("unacked", tags), strict=True):
+            if raw is None:
+                continue
+            message = json.loads(raw)[0]
+            if message.get("headers", {}).get("task") != task:
+                continue
+            body = message["body"]
+            if message.get("properties", {}).get("body_encoding") == "base64":
+                body = base64.b64decode(body)
+            found.append((tag.decode(), json.loads(body)[0]))
+        return found
+    finally:
+        client.close()
+
+
+def forget_reservations(tags: list[str]) -> None:
+    """Drop messages a lost worker took (their work was sent again), so that the broker does
+    not deliver them once more at the visibility timeout."""
+    client = _client()
+    if client is None or not tags:
+        return
+    try:
+        with client.pipeline() as pipe:
+            pipe.hdel("unacked", *tags)
+            pipe.zrem("unacked_index", *tags)
+            pipe.execute()
+    finally:
+        client.close()
+
+
 def broker_lost_data() -> bool:
     """Whether the broker's Redis database lost its data (a restart without persistence, a
     flush) since the last call: its marker key is gone. True on the first call ever too
     (queueing again is harmless: a cell runs once, whatever its messages). False for a
     broker that is not Redis, which keeps its queues by itself."""
-    if not settings.CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    client = _client()
+    if client is None:
         return False
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=10,
-                                  socket_connect_timeout=10)
     try:
         return bool(client.set(MARKER, timezone.now().isoformat(), nx=True))
     finally:

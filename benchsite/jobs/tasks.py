@@ -29,7 +29,12 @@ from django.db import (
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from benchsite.jobs.broker import BROKER_ERRORS, broker_lost_data
+from benchsite.jobs.broker import (
+    BROKER_ERRORS,
+    broker_lost_data,
+    forget_reservations,
+    stale_reservations,
+)
 from benchsite.jobs.heartbeat import Heartbeat
 from benchsite.jobs.models import Job, JobCell
 from benchsite.results.ingest import store_upload
@@ -267,6 +272,7 @@ def sweep() -> dict[str, int]:
     done = sweep_orphaned_cells()
     done["jobs queued from the outbox"], done["jobs failed unqueued"] = sweep_outbox()
     done["jobs queued after broker data loss"] = requeue_after_broker_loss()
+    done["cells queued again, taken by a lost worker"] = requeue_lost_reservations()
     return done
 
 
@@ -317,6 +323,25 @@ def sweep_outbox() -> tuple[int, int]:
         else:
             break  # the broker is still down
     return queued, failed
+
+
+def requeue_lost_reservations() -> int:
+    """Pending cells whose message a worker took and never acknowledged, for longer than the
+    heartbeat timeout: that worker died before it claimed them (the broker would give the
+    message back only after the visibility timeout). Sent again; returns how many."""
+    reserved = {args[0]: tag for tag, args in stale_reservations(
+        run_cell.name, settings.BENCH_HEARTBEAT_TIMEOUT) if args and isinstance(args[0], int)}
+    cells = JobCell.objects.filter(pk__in=reserved, status=JobCell.Status.PENDING).exclude(
+        job__status__in=Job.ENDED).select_related("job")
+    sent = []
+    for cell in cells:
+        try:
+            run_cell.apply_async(args=[cell.pk], queue=cell.job.queue)
+        except BROKER_ERRORS:
+            break  # the broker went away meanwhile: the next sweep finds them again
+        sent.append(reserved[cell.pk])
+    forget_reservations(sent)
+    return len(sent)
 
 
 def requeue_after_broker_loss() -> int:

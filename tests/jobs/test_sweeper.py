@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import time
 from datetime import timedelta
@@ -204,3 +206,33 @@ def test_detection_owed_is_recorded_with_the_upload_and_redone_when_lost(setting
 
     quiet = store_upload(body, metadata={**metadata, "head_sha": "c" * 40}, announce=False)
     assert Upload.objects.get(pk=quiet.upload.pk).detection_owed_at is None
+
+
+def test_cells_a_lost_worker_took_but_never_claimed_are_sent_again(settings, undelivered):
+    url = BROKER.rsplit("/", 1)[0] + "/8"
+    client = redis.Redis.from_url(url)
+    try:
+        client.flushdb()
+    except redis.ConnectionError:
+        pytest.skip(f"Redis at {url} is unreachable")
+    settings.CELERY_BROKER_URL = url
+    job = make_job()
+    taken, running, fresh, _ = job.cells.all()
+    JobCell.objects.filter(pk=running.pk).update(  # a live worker's long cell
+        status="running", attempts=1, worker="busy@elsewhere pid 1",
+        started_at=timezone.now(), heartbeat_at=timezone.now())
+    an_hour_ago = time.time() - 3600
+    # As kombu's Redis transport keeps the messages a worker took and did not acknowledge.
+    for tag, cell, when in [("t1", taken, an_hour_ago), ("t2", running, an_hour_ago),
+                            ("t3", fresh, time.time())]:
+        body = base64.b64encode(json.dumps([[cell.pk], {}, {}]).encode()).decode()
+        message = {"body": body, "headers": {"task": "benchsite.jobs.tasks.run_cell"},
+                   "properties": {"body_encoding": "base64", "delivery_tag": tag}}
+        client.hset("unacked", tag, json.dumps([message, "", "cpu"]))
+        client.zadd("unacked_index", {tag: when})
+
+    assert tasks.requeue_lost_reservations() == 1
+    assert JobCell.objects.get(pk=taken.pk).status == "succeeded"  # sent again, ran here
+    assert JobCell.objects.get(pk=fresh.pk).status == "pending"  # just taken: left alone
+    assert sorted(client.hkeys("unacked")) == [b"t2", b"t3"]
+    assert tasks.requeue_lost_reservations() == 0
