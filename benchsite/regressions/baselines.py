@@ -130,6 +130,8 @@ def _copy(found: dict[tuple[int, int], judge.Baseline]) -> None:
         cursor.execute("CREATE TEMPORARY TABLE IF NOT EXISTS baseline_load (series_id bigint, "
                        "run_id bigint, level float8, noise float8, freedom float8, "
                        "points integer, since integer) ON COMMIT DELETE ROWS")
+        # Inside an outer transaction nothing commits: an earlier write's rows are there.
+        cursor.execute("TRUNCATE baseline_load")
         with cursor.cursor.copy(f"COPY baseline_load ({columns}) FROM STDIN") as copy:
             for (pk, run), one in found.items():
                 copy.write_row((pk, run, one.level, one.noise, one.freedom, one.points,

@@ -7,7 +7,13 @@ from collections import defaultdict
 from django.http import Http404
 from django.urls import reverse
 
-from benchsite.regressions.compare import CannotCompare, recent_comparison, resolve
+from benchsite.caching import ProcessCache
+from benchsite.regressions.compare import (
+    CannotCompare,
+    Comparison,
+    recent_comparison,
+    resolve,
+)
 from benchsite.regressions.detect.judge import IMPROVEMENT, NOISY, REGRESSION, STATES
 from benchsite.results.models import Run
 from dashboards import charts
@@ -18,6 +24,8 @@ from dashboards.state import State
 
 CLASSES = {REGRESSION: "worse", IMPROVEMENT: "better", NOISY: "noise"}
 TOP = 30
+# Tables and charts of recent comparisons, by (comparison, filters); see `_views`.
+VIEWS = ProcessCache(maxsize=8, ttl=600)  # (each holds its comparison: memory)
 
 
 def build(state: State, base: str, head: str) -> Page:
@@ -36,17 +44,14 @@ def build(state: State, base: str, head: str) -> Page:
                for name in ("benchmark", "metric", "arch")}
     chosen = {name: state.choice(name, ["", *options[name]], default="") for name in options}
     status = state.choice("status", ["", *STATES], default="")
-    rows = [row for row in comparison.rows
-            if all(not value or getattr(row, name) == value for name, value in chosen.items())]
+    tables, figures = _views(comparison, repo, chosen, status)
     return Page(
         title=f"Compare {base[:10]}...{head[:10]}",
         filters={"repo": repo, "base": base, "head": head, **chosen, "status": status,
                  "verdict": comparison.verdict, "counts": comparison.counts,
                  "branches": comparison.branches},
-        tables=[_groups(state, rows, repo, base, head),
-                _details(rows if not status else [r for r in rows if r.state == status],
-                         repo, base, head)],
-        figures=[_top_changes(rows)] if any(r.change is not None for r in rows) else [],
+        tables=tables,
+        figures=figures,
         context={"comparison": comparison, "runs": runs, "options": options,
                  "chosen": chosen, "statuses": STATES, "status": status, "repos": repos,
                  "base_links": [links(run) for run in runs[base]][:1],
@@ -54,7 +59,27 @@ def build(state: State, base: str, head: str) -> Page:
     )
 
 
-def _groups(state, rows, repo, base, head) -> Table:
+def _views(comparison: Comparison, repo: str, chosen: dict[str, str],
+           status: str) -> tuple[list[Table], list[dict]]:
+    """The tables and the chart of a comparison narrowed by the page's filters, kept with
+    the comparison they came from: building them for 18,000 series took most of a
+    request."""
+    key = (id(comparison), tuple(sorted(chosen.items())), status)
+    found = VIEWS.get(key)
+    if found is not None and found[0] is comparison:
+        return found[1], found[2]
+    base, head = comparison.base_sha, comparison.head_sha
+    rows = [row for row in comparison.rows
+            if all(not value or getattr(row, name) == value for name, value in chosen.items())]
+    tables = [_groups(rows, repo, base, head),
+              _details(rows if not status else [r for r in rows if r.state == status],
+                       repo, base, head)]
+    figures = [_top_changes(rows)] if any(r.change is not None for r in rows) else []
+    VIEWS.put(key, (comparison, tables, figures))
+    return tables, figures
+
+
+def _groups(rows, repo, base, head) -> Table:
     """Per benchmark, metric and device: counts by state, and the geomean of head/base over
     the series both commits have (with how many)."""
     groups: dict[tuple, list] = defaultdict(list)
