@@ -109,6 +109,7 @@ AXES_FAILURE_LIMIT = env_int("BENCH_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = env_int("BENCH_LOGIN_LOCKOUT_MINUTES", 15) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no "AXES: BEGIN" line on every manage.py command
 AXES_CLIENT_IP_CALLABLE = "benchsite.access.clients.client_address"
 # Proxies in front of the site whose X-Forwarded-For is trusted (lockout and API throttles).
 BENCH_TRUSTED_PROXIES = env_int("BENCH_TRUSTED_PROXIES", 0)
