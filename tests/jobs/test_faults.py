@@ -134,9 +134,10 @@ def test_only_the_pool_child_killed_mid_cell(control):
 
 
 def test_a_cell_past_the_hard_time_limit_fails_and_the_job_ends(control, monkeypatch):
-    # The limits travel with the message, from the sender's settings.
+    # The limits travel with the message, from the sender's settings (Celery caches them).
     monkeypatch.setattr(run_cell, "time_limit", 2)
     monkeypatch.setattr(run_cell, "soft_time_limit", None)
+    monkeypatch.setattr(run_cell, "_exec_options", None)
     cells = start_worker(BROKER, name="cells", queues="cpu", BENCH_CELL_TIME_LIMIT=2,
                          BENCH_CELL_SOFT_TIME_LIMIT=0, **FAST)
     try:

@@ -64,7 +64,7 @@ def start_slow_job(api, token: str, pairs: int) -> tuple[int, JobCell]:
 
 
 def test_killed_worker_process_cell_is_delivered_again(celery_worker, make_token, api):
-    job_id, victim = start_slow_job(api, make_token("pytorch/ao"), pairs=100)
+    job_id, victim = start_slow_job(api, make_token("pytorch/ao"), pairs=30)
     pid = int(victim.worker.rsplit(" pid ", 1)[1])
     assert pid != celery_worker.pid  # the pool process running the cell, not the supervisor
     os.kill(pid, signal.SIGKILL)
@@ -81,7 +81,7 @@ def test_killed_worker_process_cell_is_delivered_again(celery_worker, make_token
 def test_a_lost_database_connection_is_retried(celery_worker, make_token, api):
     from django.db import connection
 
-    job_id, victim = start_slow_job(api, make_token("pytorch/ao"), pairs=50)
+    job_id, victim = start_slow_job(api, make_token("pytorch/ao"), pairs=30)
     with connection.cursor() as cursor:  # what a database restart or failover does
         cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                        "WHERE datname = current_database() AND pid <> pg_backend_pid()")
