@@ -60,14 +60,14 @@ def redis_reachable(url: str) -> None:
         pytest.skip(f"Redis at {url} is unreachable")
 
 
-def start_worker(broker: str, name: str = "", beat: bool = False,
+def start_worker(broker: str, name: str = "", beat: bool = False, queues: str = "cpu,control",
                  **settings: object) -> subprocess.Popen:
-    """`celery -A benchsite worker -Q cpu,control -c 1` (with `beat`, the sweeper's schedule in
-    the same process), in a session of its own so that the whole of it can be killed;
+    """`celery -A benchsite worker -Q QUEUES -c 1` (with `beat`, the sweeper's schedule in the
+    same process), in a session of its own so that the whole of it can be killed;
     `settings` are environment variables for it (e.g. BENCH_SWEEP_INTERVAL=1)."""
     env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": broker,
            "LOG_LEVEL": "WARNING", **{key: str(value) for key, value in settings.items()}}
-    command = [sys.executable, "-m", "celery", "-A", "benchsite", "worker", "-Q", "cpu,control",
+    command = [sys.executable, "-m", "celery", "-A", "benchsite", "worker", "-Q", queues,
                "-c", "1", "--without-gossip", "--without-mingle", "--without-heartbeat",
                "-n", f"{name or 'test'}{os.getpid()}@%h", "--loglevel", "WARNING"]
     if beat:  # the schedule in memory: CELERY_BEAT_SCHEDULE, as the database scheduler has it
