@@ -6,7 +6,8 @@ from benchsite.jobs.models import Job, JobCell
 
 class JobCellInline(admin.TabularInline):
     model = JobCell
-    fields = ["index", "key", "status", "attempts", "worker", "measured_s", "upload", "error"]
+    fields = ["index", "key", "status", "attempts", "worker", "heartbeat_at", "measured_s",
+              "upload", "error"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -21,9 +22,9 @@ class JobAdmin(admin.ModelAdmin):
                     "submitted_via", "submitted_by", "created_at", "finished_at"]
     list_filter = ["status", "queue", "submitted_via", "config"]
     search_fields = ["name", "head_sha"]
-    readonly_fields = ["status", "cells_total", "cells_done", "created_at", "started_at",
-                       "finished_at", "submitted_via", "submitted_by", "submitted_token",
-                       "config"]
+    readonly_fields = ["status", "cells_total", "cells_done", "created_at", "enqueued_at",
+                       "started_at", "finished_at", "submitted_via", "submitted_by",
+                       "submitted_token", "config"]
     inlines = [JobCellInline]
     actions = ["cancel_jobs"]
 

@@ -236,3 +236,11 @@ def test_cells_a_lost_worker_took_but_never_claimed_are_sent_again(settings, und
     assert JobCell.objects.get(pk=fresh.pk).status == "pending"  # just taken: left alone
     assert sorted(client.hkeys("unacked")) == [b"t2", b"t3"]
     assert tasks.requeue_lost_reservations() == 0
+
+
+def test_the_admin_shows_heartbeats_and_whether_a_job_was_queued(client, undelivered):
+    job = make_job()
+    client.force_login(User.objects.create_superuser("admin", "a@example.com", "pw"))
+    page = client.get(f"/admin/jobs/job/{job.pk}/change/")
+    assert page.status_code == 200
+    assert b"Enqueued at" in page.content and b"Heartbeat at" in page.content
