@@ -306,13 +306,15 @@ def sweep_orphaned_cells() -> dict[str, int]:
 
 
 def sweep_outbox() -> tuple[int, int]:
-    """Jobs whose enqueue failed: queued now, or failed with the reason once they waited
-    BENCH_ENQUEUE_GIVE_UP s. Returns (queued, failed)."""
+    """Jobs whose enqueue failed: queued now, or, when none of their cells ever ran,
+    failed with the reason once they waited BENCH_ENQUEUE_GIVE_UP s. Returns (queued,
+    failed)."""
     now = timezone.now()
     queued = failed = 0
     unqueued = Job.objects.filter(enqueued_at__isnull=True, created_at__lt=now - OUTBOX_GRACE)
     for job in unqueued.exclude(status__in=Job.ENDED):
-        if job.created_at < now - timedelta(seconds=settings.BENCH_ENQUEUE_GIVE_UP):
+        give_up = now - timedelta(seconds=settings.BENCH_ENQUEUE_GIVE_UP)
+        if job.started_at is None and job.created_at < give_up:
             fail_pending(job, error=f"never queued: the broker could not take the job's tasks "
                                     f"for {settings.BENCH_ENQUEUE_GIVE_UP} s "
                                     "(BENCH_ENQUEUE_GIVE_UP)")

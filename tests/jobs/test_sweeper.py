@@ -84,6 +84,13 @@ def test_a_job_never_queued_is_failed_with_the_reason(settings, undelivered):
     assert errors == {"never queued: the broker could not take the job's tasks for 60 s "
                       "(BENCH_ENQUEUE_GIVE_UP)"}
 
+    # A job that ran for days and lost the broker on a re-send is queued again, not failed.
+    started = make_job()
+    Job.objects.filter(pk=started.pk).update(created_at=timezone.now() - timedelta(days=2),
+                                             started_at=timezone.now() - timedelta(days=2))
+    assert tasks.sweep_outbox() == (1, 0)
+    assert Job.objects.get(pk=started.pk).status == "succeeded"
+
 
 def test_orphaned_cells_are_queued_again_or_failed_with_the_reason(settings, undelivered):
     settings.BENCH_CELL_TIME_LIMIT = 600
