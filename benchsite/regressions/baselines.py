@@ -34,14 +34,6 @@ FIELDS = ("level", "noise", "freedom", "points", "since")
 BATCH = 5000  # rows a bulk write
 
 
-def _changes(series_ids: Iterable[int], branches: list[str]):
-    """The change-point records a level starts from (false positives are not changes)."""
-    return (Regression.objects
-            .filter(series_id__in=list(series_ids), branch__in=branches,
-                    detector=Detector.CHANGEPOINT)
-            .exclude(state=Regression.State.FALSE_POSITIVE))
-
-
 def _windows(history: History, ends: range, lookback: int,
              changes: list[datetime]) -> tuple[np.ndarray, np.ndarray]:
     """The `lookback` points up to each end (exclusive) as rows, right-aligned and NaN-
@@ -99,7 +91,10 @@ def backfill(series_ids: list[int], branches: list[str], settings: DetectionSett
 def recorded_changes(series_ids: Iterable[int], branches: list[str],
                      until: datetime | None = None) -> dict[int, list[datetime]]:
     """Each series' recorded changes (first bad points), sorted, up to `until`."""
-    found = _changes(series_ids, branches)
+    found = (Regression.objects  # (false positives are not changes)
+             .filter(series_id__in=list(series_ids), branch__in=branches,
+                     detector=Detector.CHANGEPOINT)
+             .exclude(state=Regression.State.FALSE_POSITIVE))
     if until is not None:
         found = found.filter(first_bad_at__lte=until)
     changes: defaultdict[int, list[datetime]] = defaultdict(list)

@@ -154,7 +154,7 @@ def recent_comparison(repo: str, base_sha: str, head_sha: str, **filters: str) -
     key = hashlib.sha256(repr((repo, base_sha, head_sha, sorted(filters.items()), version))
                          .encode()).hexdigest()
     return RECENT.get_or_compute(
-        key, lambda: compare_commits(repo, base_sha, head_sha, **filters))
+        key, lambda: _compare(repo, base_sha, head_sha, DetectionSettings.load(), filters))
 
 
 def compare_commits(repo: str, base_sha: str, head_sha: str, *,
@@ -164,11 +164,16 @@ def compare_commits(repo: str, base_sha: str, head_sha: str, *,
     fields: benchmark, model, backend, mode, dtype, device, arch, metric), with its change,
     its state and the rule that decided, and a verdict. Raises ValueError for an unknown
     filter, CannotCompare for an unknown repo or commit."""
+    base_sha, head_sha = resolve(repo, base_sha), resolve(repo, head_sha)
+    return _compare(repo, base_sha, head_sha, settings or DetectionSettings.load(), filters)
+
+
+def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSettings,
+             filters: dict[str, str]) -> Comparison:
+    """`compare_commits` of two resolved shas."""
     unknown = sorted(set(filters) - set(FILTERS))
     if unknown:
         raise ValueError(f"unknown filter(s) {unknown}: use {list(FILTERS)}")
-    base_sha, head_sha = resolve(repo, base_sha), resolve(repo, head_sha)
-    settings = settings or DetectionSettings.load()
     branches = settings.branches_for(repo)
     series_fields = [f"series__{name}" for name in FILTERS]
     rows = (Result.objects
@@ -235,7 +240,7 @@ def _baselines(series_ids: list[int], base_runs: dict[int, tuple[datetime, str]]
         series_ids, [run for run, (_, branch) in base_runs.items() if branch in branches])
     missing = [pk for pk in series_ids if pk not in found]
     histories = recent(missing, settings.lookback_points, branches, until)
-    for pk, history in histories.items():
+    for pk, history in histories.items() if head_older else ():
         kept = [n for n, run in enumerate(history.run_ids) if run not in head_runs]
         histories[pk] = History([history.timestamps[n] for n in kept],
                                 [history.run_ids[n] for n in kept], history.values[kept],

@@ -12,7 +12,6 @@ from benchsite.regressions.compare import (
     CannotCompare,
     Comparison,
     recent_comparison,
-    resolve,
 )
 from benchsite.regressions.detect.judge import IMPROVEMENT, NOISY, REGRESSION, STATES
 from benchsite.results.models import Run
@@ -32,14 +31,12 @@ def build(state: State, base: str, head: str) -> Page:
     repos, _ = repos_and_benchmarks()
     repo = state.choice("repo", repos, default="pytorch/ao")
     try:
-        base, head = resolve(repo, base), resolve(repo, head)
+        comparison = recent_comparison(repo, base, head)
     except CannotCompare as error:
         raise Http404(str(error)) from None
+    base, head = comparison.base_sha, comparison.head_sha
     runs = {sha: list(Run.objects.of_commit(repo, sha).order_by("timestamp"))
             for sha in (base, head)}
-    if not runs[base] and not runs[head]:
-        raise Http404(f"no runs of {repo} at {base} or {head}")
-    comparison = recent_comparison(repo, base, head)
     options = {name: sorted({getattr(row, name) for row in comparison.rows})
                for name in ("benchmark", "metric", "arch")}
     chosen = {name: state.choice(name, ["", *options[name]], default="") for name in options}
