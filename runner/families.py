@@ -22,6 +22,12 @@ A family whose specs may name code to import (`module:function`) also has
         the references a planned cell would import and call, so the site can refuse
         modules its admins have not allowed before anything runs.
 
+A family whose specs may carry Python source (run by the worker as written) also has
+
+    inline_code(cell: dict) -> list[str]
+        where a planned cell carries code other than the family's own (e.g. "definition
+        'neg'"): empty when the cell runs only code shipped with the runner.
+
 Importing a family module imports no torch: `run` imports it when a cell runs.
 """
 
@@ -51,6 +57,14 @@ def code_refs(family: ModuleType, cells: list[Planned]) -> list[str]:
     if not hasattr(family, "code_refs"):
         return []
     return list(dict.fromkeys(ref for planned in cells for ref in family.code_refs(planned.cell)))
+
+
+def inline_code(family: ModuleType, cells: list[Planned]) -> list[str]:
+    """Where these cells of `family` carry Python source of their spec's own, once each."""
+    if not hasattr(family, "inline_code"):
+        return []
+    return list(dict.fromkeys(place for planned in cells
+                              for place in family.inline_code(planned.cell)))
 
 
 def plan(data: Any, source: str) -> tuple[ModuleType, list[Planned]]:

@@ -12,6 +12,7 @@ from django.db import transaction
 from benchsite.access.models import AllowedCodeModule
 from benchsite.jobs.models import Job, JobCell
 from benchsite.jobs.tasks import enqueue
+from benchsite.results.models import UploadToken
 from runner import families
 from runner.cells import Planned
 from runner.specs import SpecError, parse_yaml
@@ -50,6 +51,16 @@ ADHOC_BRANCH = "adhoc"
 DEFAULT_BRANCH = "main"  # a job given a commit but no branch
 
 
+def _may_run_inline_code(via: str, token, user) -> bool:
+    """Inline code from the API needs its own grant: submit_jobs alone picks among code the
+    admins installed or allowed. Configs run from the admin are maintainers' own text."""
+    if via != Job.Via.API:
+        return True
+    if token is not None:
+        return token.can(UploadToken.Scope.RUN_CODE)
+    return bool(user and user.is_superuser)
+
+
 def submit_plan(
     plan: Plan,
     *,
@@ -73,6 +84,12 @@ def submit_plan(
         raise JobRefused(
             f"{name}: names code from modules no admin has allowed: {', '.join(refused)} "
             f"(allowed: the runner's own modules and the admin's Allowed code modules)")
+    inline = families.inline_code(plan.family, plan.cells)
+    if inline and not _may_run_inline_code(via, token, user):
+        raise JobRefused(
+            f"{name}: carries Python of its own ({', '.join(inline)}), which a worker would run "
+            "as written; only a token with the 'run_code' scope, a superuser, the admin or "
+            "the server's command line may submit such a spec")
     timing = timing or {}
     try:
         plan.family.check_settings(timing)

@@ -46,6 +46,12 @@ class UploadTokenForm(forms.ModelForm):
             # an uploader must not mint a token that does more than they may do themselves
             self.add_error("scopes", f"only users who may submit jobs ({ADD_JOB}) may give "
                                      "a token the submit_jobs scope")
+        if UploadToken.Scope.RUN_CODE in cleaned.get("scopes", []):
+            if not granting:
+                self.add_error("scopes", "run_code only widens submit_jobs: give both")
+            if not self.user.is_superuser:
+                # only a superuser may send a spec's own Python through the API themselves
+                self.add_error("scopes", "only superusers may give a token the run_code scope")
         return cleaned
 
 

@@ -32,6 +32,8 @@ class UploadToken(models.Model):
     class Scope(models.TextChoices):
         UPLOAD = "upload", "upload results for its repos"
         SUBMIT_JOBS = "submit_jobs", "submit and cancel jobs for its repos, on its queues"
+        RUN_CODE = "run_code", ("with submit_jobs: submit specs that carry Python of their own "
+                                "(instruction-count definitions), which workers run as written")
         READ = "read", "read the API when BENCH_LOGIN_REQUIRED is on"
 
     name = models.CharField(max_length=100, help_text="what uses it, e.g. 'pytorch/ao CI'")

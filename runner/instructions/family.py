@@ -11,8 +11,9 @@ from typing import Any
 from runner.cells import Outcome, Planned
 from runner.contract.status import OK
 from runner.environment import RunContext
+from runner.instructions.builtin import BUILTIN
 from runner.instructions.callgrind import MeasureSettings, Pool
-from runner.instructions.definitions import Benchmark
+from runner.instructions.definitions import Benchmark, Definition
 from runner.instructions.records import measurement_records
 from runner.instructions.spec import parse_spec
 from runner.settings import validate
@@ -25,6 +26,13 @@ def plan(data: Mapping[str, Any], source: str) -> list[Planned]:
     settings = dataclasses.asdict(spec.settings)
     return [Planned(b.key, {"benchmark": b.to_dict(), "settings": settings})
             for b in spec.benchmarks]
+
+
+def inline_code(cell: Mapping[str, Any]) -> list[str]:
+    """A definition of the spec's own (not one of BUILTIN, or one changed from it) is code
+    that the worker executes as written."""
+    definition = Definition.from_dict(cell["benchmark"]["definition"])
+    return [] if definition in BUILTIN else [f"definition {definition.name!r}"]
 
 
 def check_settings(settings: Mapping[str, Any]) -> None:
