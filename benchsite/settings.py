@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "benchsite.results",
     "benchsite.jobs",
     "benchsite.regressions",
+    "benchsite.bisects",
     "benchsite.catalog",
     "benchsite.access",
     "dashboards",
@@ -237,6 +238,18 @@ CELERY_TASK_ROUTES = {
 # orphaned, queues again the jobs whose enqueue failed (the outbox) and detection owed for
 # uploads whose task was lost (after BENCH_DETECTION_RETRY_AFTER s); a job that could not be
 # queued for BENCH_ENQUEUE_GIVE_UP s is failed.
+# Bisects and A/B try jobs (benchsite.bisects): each source's mirror, worktrees and builds are
+# cached on the worker under BENCH_SOURCE_CACHE, within BENCH_SOURCE_CACHE_BYTES; one run of a
+# commit may take BENCH_BISECT_RUN_TIMEOUT s; a comparison adds rounds up to
+# BENCH_BISECT_MAX_ROUNDS a commit; ends closer than BENCH_BISECT_MIN_CHANGE (relative) do
+# not reproduce a regression started from a spec (one from a regression: half its magnitude).
+BENCH_SOURCE_CACHE = env_str("BENCH_SOURCE_CACHE", str(VAR_DIR / "sources"))
+BENCH_SOURCE_CACHE_BYTES = env_int("BENCH_SOURCE_CACHE_BYTES", 20 * 1024**3)
+BENCH_BISECT_RUN_TIMEOUT = env_int("BENCH_BISECT_RUN_TIMEOUT", 1800)
+BENCH_BISECT_MAX_ROUNDS = env_int("BENCH_BISECT_MAX_ROUNDS", 4)
+BENCH_BISECT_MIN_CHANGE = float(env_str("BENCH_BISECT_MIN_CHANGE", "0.05"))
+BENCH_BISECT_AB_ROUNDS = env_int("BENCH_BISECT_AB_ROUNDS", 3)
+BENCH_BISECT_TIME_LIMIT = env_int("BENCH_BISECT_TIME_LIMIT", 12 * 3600)
 BENCH_HEARTBEAT_INTERVAL = env_int("BENCH_HEARTBEAT_INTERVAL", 30)
 BENCH_HEARTBEAT_TIMEOUT = env_int("BENCH_HEARTBEAT_TIMEOUT", 3 * BENCH_HEARTBEAT_INTERVAL)
 BENCH_SWEEP_INTERVAL = env_int("BENCH_SWEEP_INTERVAL", 60)

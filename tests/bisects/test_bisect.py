@@ -1,0 +1,49 @@
+"""Bisecting the demo repository through the Celery task (eager): the culprit, the skipped
+broken commit, the log2 bound, and a re-run that stores nothing twice."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchsite.bisects.models import Bisect
+from benchsite.bisects.start import start_spec
+from benchsite.results.models import Result, Run
+from runner.sources import demo
+
+pytestmark = pytest.mark.torch
+
+
+def start(source, good, bad, capture, **options):
+    with capture(execute=True):
+        bisect = start_spec(spec_yaml=demo.SPEC, spec_name="demo.yml", source=source,
+                            good=good, bad=bad, **options)
+    bisect.refresh_from_db()
+    return bisect
+
+
+def test_bisect_finds_the_culprit_and_skips_the_broken_commit(
+        source, demo_repo, django_capture_on_commit_callbacks):
+    _, shas = demo_repo
+    bisect = start(source, shas[0], shas[-1], django_capture_on_commit_callbacks)
+
+    assert bisect.state == Bisect.State.CULPRIT, bisect.outcome
+    assert bisect.culprit_sha == shas[demo.SLOW]
+    culprit = bisect.outcome["culprit"]
+    assert culprit["subject"] == f"model: compute the hidden layer {demo.SLOWDOWN} times"
+    assert culprit["author"] == "Demo Author <demo@example.com>"
+    assert culprit["url"] == f"https://git.example/demo/commit/{shas[demo.SLOW]}"
+    assert culprit["magnitude"] > 1.0 and culprit["p_value"] < 0.05
+    measured = [step for step in bisect.steps.all() if step.rounds]
+    assert len(measured) <= math.ceil(math.log2(len(shas) - 1)) + 3
+    skipped = bisect.outcome["skipped"]
+    assert [entry["sha"] for entry in skipped] == [shas[demo.BROKEN + 1]]
+    assert skipped[0]["failure"].startswith("does not build: the build command exited")
+    assert "SyntaxError" in skipped[0]["failure"]
+    # Every round is a run of its own on the bisect's branch, at its commit.
+    rounds = sum(len(step.rounds) for step in measured)
+    runs = Run.objects.filter(head_branch=f"bisect/{bisect.pk}")
+    assert runs.count() == rounds
+    assert set(runs.values_list("head_sha", flat=True)) == {step.sha for step in measured}
+    assert Result.objects.filter(run__in=runs, series__metric=demo.METRIC).count() == rounds
