@@ -25,10 +25,11 @@ class TimingSettings:
     # is reported
     samples: int = field(default=30, metadata=at_least(1))
     # warm-up calls run for at least this long (after a first call)
-    warmup_s: float = field(default=0.1, metadata=at_least(0))
+    warmup_s: float = field(default=0.05, metadata=at_least(0))
     # CPU: calls per sample (per block of a paired measurement) are raised until a sample
-    # lasts this long
-    min_sample_s: float = field(default=0.005, metadata=at_least(0))
+    # lasts this long. 2 ms blocks gave the A/A accuracy of 5 ms ones in a third of the time
+    # on small layers; 1 ms ones did not (perf/runner_aa.py, perf/cell_time.py).
+    min_sample_s: float = field(default=0.002, metadata=at_least(0))
     # CPU: torch threads while timing (torchao times with 1)
     threads: int = field(default=1, metadata=at_least(1))
     flush_l2: bool = True  # CUDA: overwrite a buffer larger than L2 before every timed call
