@@ -9,6 +9,7 @@ import zipfile
 from dataclasses import asdict
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
@@ -197,7 +198,7 @@ class BenchmarkConfigAdmin(admin.ModelAdmin):
     def run_now(self, request, queryset):
         form = RunForm(request.POST if "queue" in request.POST else None)
         if form.is_valid():
-            self._submit(request, list(queryset), form.cleaned_data["queue"])
+            self._submit(request, list(queryset), form)
             return None
         return self._page(request, "Run now", form, items=[c.name for c in queryset],
                           action="run_now", selected=[c.pk for c in queryset],
@@ -207,21 +208,23 @@ class BenchmarkConfigAdmin(admin.ModelAdmin):
         config = self._config(request, pk, "jobs.add_job")
         form = RunForm(request.POST or None)
         if form.is_valid():
-            self._submit(request, [config], form.cleaned_data["queue"])
+            self._submit(request, [config], form)
             return redirect(self._change_url(config))
         return self._page(request, f"Run {config.name} now", form, items=[config.name],
                           submit="Run")
 
-    def _submit(self, request, configs, queue):
+    def _submit(self, request, configs, form):
+        queue = form.cleaned_data["queue"]
         for config in configs:
             try:
-                job = run_config(config, queue=queue, via=Job.Via.ADMIN, user=request.user)
+                job = run_config(config, queue=queue, via=Job.Via.ADMIN, user=request.user,
+                                 **form.metadata())
             except JobRefused as error:
                 messages.error(request, f"{config.name}: not run: {error}")
                 continue
             messages.success(request, format_html(
-                '{}: <a href="{}">job {}</a> submitted, {} cells on queue {}', config.name,
-                job.get_absolute_url(), job.pk, job.cells_total, queue))
+                '{}: <a href="{}">job {}</a> queued, {} cells on queue {}, {}', config.name,
+                job.get_absolute_url(), job.pk, job.cells_total, queue, _measures(job)))
 
     def schedule_view(self, request, pk):
         config = self._config(request, pk, "django_celery_beat.add_periodictask")
@@ -231,13 +234,21 @@ class BenchmarkConfigAdmin(admin.ModelAdmin):
             try:
                 task, created = schedules.schedule(
                     f"config {config.name} on {queue}", form.cleaned_data["cron"],
-                    config=config.name, queue=queue)
+                    config=config.name, queue=queue,
+                    **form.metadata())
             except ValueError as error:
                 form.add_error("cron", str(error))
             else:
+                commit = form.cleaned_data["head_sha"]
                 messages.success(request, f"schedule {task.name!r} "
                                           f"{'created' if created else 'updated'}: "
-                                          f"{task.crontab} UTC (celery beat submits the job)")
+                                          f"{task.crontab} UTC, measuring "
+                                          f"{commit[:12] if commit else 'no commit (adhoc)'} "
+                                          "(celery beat submits the job)")
+                if settings.CELERY_TASK_ALWAYS_EAGER:
+                    messages.warning(request, "No broker is configured (CELERY_BROKER_URL), so "
+                                              "no celery beat runs here: the schedule fires "
+                                              "only once beat runs (./scripts/run starts one)")
                 return redirect(self._change_url(config))
         return self._page(request, f"Schedule {config.name}", form, items=[config.name],
                           submit="Save schedule")
@@ -298,6 +309,12 @@ class BenchmarkConfigAdmin(admin.ModelAdmin):
             for config in configs:
                 archive.writestr(f"{config.name}.yml", export_config(config))
         return _attachment(buffer.getvalue(), "benchmark-configs.zip", "application/zip")
+
+
+def _measures(job: Job) -> str:
+    if job.adhoc:
+        return f"no commit (what the workers have installed; branch {job.head_branch})"
+    return f"{job.repo} {job.head_branch} at {job.head_sha[:12]}"
 
 
 def _attachment(content, filename: str, content_type: str) -> HttpResponse:

@@ -9,6 +9,8 @@ from benchsite.catalog.configs import ConfigCheck, check_config, check_timing
 from benchsite.catalog.models import BenchmarkConfig, Recipe
 from benchsite.catalog.schedules import NIGHTLY
 from benchsite.catalog.validation import RecipeCheck, check_recipe
+from benchsite.jobs.models import ADHOC_BRANCH
+from benchsite.jobs.submit import CommitRefused, job_commit
 from runner.specs import SpecError
 
 DEVICE_CHOICES = [("cpu", "cpu"), ("cuda", "cuda")]
@@ -94,16 +96,53 @@ class ConfigForm(forms.ModelForm):
 
 
 class RunForm(forms.Form):
+    """Where a job runs and what it measures: a commit, or nothing (an adhoc run)."""
+
     queue = forms.ChoiceField(help_text="the workers that run the job (setting BENCH_QUEUES)")
+    repo = forms.CharField(required=False, help_text="OWNER/NAME of the code measured "
+                                                     "(empty: setting BENCH_JOB_REPO)")
+    head_sha = forms.CharField(
+        label="Commit", required=False,
+        help_text="the full sha the workers measure. Empty: they run what they have "
+                  f"installed, and the results go on the {ADHOC_BRANCH!r} branch, never on "
+                  "the default branch's history")
+    head_branch = forms.CharField(label="Branch", required=False,
+                                  help_text="the commit's branch; default main")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["queue"].choices = [(queue, queue) for queue in settings.BENCH_QUEUES]
+        self.fields["repo"].initial = settings.BENCH_JOB_REPO
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            cleaned["repo"], cleaned["head_branch"], cleaned["head_sha"] = job_commit(
+                cleaned["repo"], cleaned["head_branch"], cleaned["head_sha"])
+        except CommitRefused as error:
+            self.add_error(error.field, error.message)
+        return cleaned
+
+    def metadata(self) -> dict[str, str]:
+        """The job's run metadata, as submit_plan takes it: the repo, and the commit if any."""
+        fields = ("repo", "head_branch", "head_sha") if self.cleaned_data["head_sha"] else (
+            "repo",)
+        return {key: self.cleaned_data[key] for key in fields}
 
 
 class ScheduleForm(RunForm):
     cron = forms.CharField(initial=NIGHTLY, help_text="minute hour day-of-month month "
                                                       "day-of-week, in UTC; default nightly")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["head_sha"].help_text = (
+            "the full sha measured at every run of the schedule (e.g. a release to watch). A "
+            "branch's newest commit cannot be followed yet: nothing here resolves a branch to "
+            "its head. Empty: each run measures what the workers have installed, recorded on "
+            f"the {ADHOC_BRANCH!r} branch (never the default branch's history)")
 
 
 class ImportForm(forms.Form):

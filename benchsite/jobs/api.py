@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from benchsite.jobs import tasks
 from benchsite.jobs.models import Job, JobCell
-from benchsite.jobs.submit import JobRefused, submit_job
+from benchsite.jobs.submit import CommitRefused, JobRefused, submit_job
 from benchsite.results.models import UploadToken
 from benchsite.results.tokens import SiteApiAccess, token_of
 
@@ -29,12 +29,15 @@ class JobSerializer(serializers.ModelSerializer):
     config = serializers.SlugRelatedField(slug_field="name", read_only=True,
                                           help_text="the benchmark config it ran, if any")
     dashboard = serializers.CharField(source="dashboard_url", read_only=True)
+    adhoc = serializers.BooleanField(
+        read_only=True, help_text="run without a commit: on the adhoc branch, its sha the "
+                                  "job's own name (adhoc-job-ID), never a commit's")
 
     class Meta:
         model = Job
         fields = ["id", "url", "name", "family", "config", "dashboard", "queue", "status",
                   "submitted_via", "repo",
-                  "head_branch", "head_sha", "timing", "cells_total", "cells_done",
+                  "head_branch", "head_sha", "adhoc", "timing", "cells_total", "cells_done",
                   "created_at", "enqueued_at", "started_at", "finished_at"]
 
 
@@ -49,9 +52,14 @@ class SubmitSerializer(serializers.Serializer):
     spec = serializers.CharField(help_text="the spec, in torchao's microbenchmark YAML")
     name = serializers.CharField(default="api.yml")
     queue = serializers.CharField(default="cpu")
-    repo = serializers.CharField(required=False, default="")
-    head_branch = serializers.CharField(required=False, default="")
-    head_sha = serializers.CharField(required=False, default="")
+    repo = serializers.CharField(required=False, default="",
+                                 help_text="OWNER/NAME; default: setting BENCH_JOB_REPO")
+    head_branch = serializers.CharField(
+        required=False, default="", help_text="the commit's branch (default main); needs head_sha")
+    head_sha = serializers.CharField(
+        required=False, default="",
+        help_text="the commit the workers measure (full sha); without it the job runs what the "
+                  "workers have installed, recorded on the adhoc branch")
     timing = serializers.DictField(required=False, default=dict,
                                    help_text="runner timing settings, e.g. {'samples': 10}")
 
@@ -109,6 +117,8 @@ class JobList(generics.ListAPIView):
                 values.pop("spec"), via=Job.Via.API, token=token,
                 user=request.user if request.user.is_authenticated else None, **values,
             )
+        except CommitRefused as error:
+            raise ValidationError({error.field: [str(error)]}) from None
         except JobRefused as error:
             raise ValidationError({"spec": [str(error)]}) from None
         job.refresh_from_db()

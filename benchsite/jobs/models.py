@@ -10,6 +10,16 @@ from django.urls import reverse
 
 from benchsite.results.models import Run
 
+# A job run without a commit measures whatever the worker has installed: its runs are on
+# this branch, never a point of a default branch's history (detection, comparisons' history),
+# and their sha is the job's own name on it (adhoc_sha), which no git commit can be.
+ADHOC_BRANCH = "adhoc"
+
+
+def adhoc_sha(job_id: int) -> str:
+    return f"adhoc-job-{job_id}"
+
+
 # Family -> (dashboard page, whether the page can be opened at one commit by `sha`).
 DASHBOARDS = {
     "quantization": ("dashboards:quantization", True),
@@ -78,6 +88,11 @@ class Job(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("jobs:detail", args=[self.pk])
+
+    @property
+    def adhoc(self) -> bool:
+        """Run without a commit (ADHOC_BRANCH)."""
+        return self.head_branch == ADHOC_BRANCH
 
     @property
     def ended(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -10,7 +11,7 @@ from django.conf import settings
 from django.db import transaction
 
 from benchsite.access.models import AllowedCodeModule
-from benchsite.jobs.models import Job, JobCell
+from benchsite.jobs.models import ADHOC_BRANCH, Job, JobCell, adhoc_sha
 from benchsite.jobs.tasks import enqueue
 from benchsite.results.models import UploadToken
 from runner import families
@@ -45,10 +46,35 @@ def submit_job(spec_yaml: str, *, name: str, **options: Any) -> Job:
     return submit_plan(plan_spec(spec_yaml, name), name=name, **options)
 
 
-# A job run without a commit measures whatever the worker has installed: its runs are on
-# this branch, never a point of a default branch's history (detection, comparisons).
-ADHOC_BRANCH = "adhoc"
 DEFAULT_BRANCH = "main"  # a job given a commit but no branch
+COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a full git sha (SHA-1 or SHA-256)
+
+
+class CommitRefused(JobRefused):
+    """The job's commit fields do not name a commit; `field` is the one at fault."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field, self.message = field, message
+
+
+def job_commit(repo: str, head_branch: str, head_sha: str) -> tuple[str, str, str]:
+    """The (repo, branch, sha) a job records: a full commit sha on its branch (default
+    main), or, with neither, the adhoc branch (the sha is filled in once the job has an id).
+    A branch alone is refused: its head is not resolved to a commit here."""
+    repo, head_branch, head_sha = repo.strip(), head_branch.strip(), head_sha.strip().lower()
+    repo = repo or settings.BENCH_JOB_REPO
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise CommitRefused("repo", f"{repo!r}: expected OWNER/NAME, e.g. pytorch/ao")
+    if head_sha and not COMMIT.fullmatch(head_sha):
+        raise CommitRefused("head_sha", f"{head_sha!r}: expected a commit's full hex sha "
+                                        "(40 characters, `git rev-parse HEAD`)")
+    if head_branch and not head_sha and head_branch != ADHOC_BRANCH:
+        raise CommitRefused(
+            "head_sha", f"branch {head_branch!r} needs the commit to measure: a branch's head "
+                        "is not resolved to a sha here; give the commit, or leave both empty "
+                        f"for a run of what the workers have installed (branch {ADHOC_BRANCH!r})")
+    return repo, head_branch or (DEFAULT_BRANCH if head_sha else ADHOC_BRANCH), head_sha
 
 
 def _may_run_inline_code(via: str, token, user) -> bool:
@@ -97,17 +123,17 @@ def submit_plan(
         raise JobRefused(f"timing: {error}") from None
     if not plan.cells:
         raise JobRefused(f"{name}: the spec expands to no cells")
+    repo, head_branch, head_sha = job_commit(repo, head_branch, head_sha)
 
     with transaction.atomic():
         job = Job.objects.create(
             name=name, family=plan.family.NAME, spec_yaml=plan.spec_yaml, queue=queue,
             submitted_via=via, submitted_by=user, submitted_token=token, timing=timing,
-            config=config, repo=repo or settings.BENCH_JOB_REPO,
-            head_branch=head_branch or (DEFAULT_BRANCH if head_sha else ADHOC_BRANCH),
-            head_sha=head_sha, cells_total=len(plan.cells),
+            config=config, repo=repo, head_branch=head_branch, head_sha=head_sha,
+            cells_total=len(plan.cells),
         )
         if not head_sha:
-            job.head_sha = f"job-{job.pk}"
+            job.head_sha = adhoc_sha(job.pk)
             job.save(update_fields=["head_sha"])
         JobCell.objects.bulk_create(
             JobCell(job=job, index=index, key=planned.key, cell=planned.cell)

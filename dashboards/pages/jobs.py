@@ -21,12 +21,12 @@ def build_list(state: State) -> Page:
     if status:
         jobs = jobs.filter(status=status)
     listed = Paginator(jobs, PAGE_SIZE).get_page(state.query.get("page"))
-    table = Table("jobs", ["job", "spec", "queue", "status", "cells done", "cells",
-                           "submitted", "via", "finished"], [])
+    table = Table("jobs", ["job", "spec", "queue", "status", "cells done", "cells", "repo",
+                           "branch", "sha", "submitted", "via", "finished"], [])
     for job in jobs if state.csv else listed:
         table.rows.append([job.pk, job.name, job.queue, job.status, job.cells_done,
-                           job.cells_total, job.created_at.isoformat(), job.submitted_via,
-                           job.finished_at.isoformat() if job.finished_at else None])
+                           job.cells_total, job.repo, job.head_branch, job.head_sha,
+                           _iso(job.created_at), job.submitted_via, _iso(job.finished_at)])
         table.links.append({0: job.get_absolute_url()})
     return Page(title="Jobs", filters={"status": status, "page": listed.number},
                 tables=[table],
@@ -44,10 +44,20 @@ def build_detail(state: State, pk: int) -> Page:
                            cell.measured_s, cell.upload_id, cell.error or None])
         table.links.append({6: page_url(results, upload=cell.upload_id)}
                            if cell.upload_id else {})
+    summary = Table("job", ["job", "spec", "family", "queue", "status", "cells done", "cells",
+                            "repo", "branch", "sha", "adhoc", "submitted", "via", "started",
+                            "finished"], [[
+        job.pk, job.name, job.family, job.queue, job.status, job.cells_done, job.cells_total,
+        job.repo, job.head_branch, job.head_sha, job.adhoc, _iso(job.created_at),
+        job.submitted_via, _iso(job.started_at), _iso(job.finished_at)]])
     by_commit = {"sha": job.head_sha, "repo": job.repo}
     return Page(
-        title=f"Job {job.pk}", filters={"job": job.pk}, tables=[table],
+        title=f"Job {job.pk}", filters={"job": job.pk}, tables=[table, summary],
         context={"job": job, "cells": cells,
                  "results_json": page_url(results, **by_commit),
                  "results_csv": page_url(results, format="csv", **by_commit)},
     )
+
+
+def _iso(moment) -> str | None:
+    return moment.isoformat() if moment else None

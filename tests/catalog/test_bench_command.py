@@ -8,6 +8,7 @@ from celery import current_app
 from django.core.management import CommandError, call_command
 from django_celery_beat.models import PeriodicTask
 
+from benchsite.catalog.schedules import TASK
 from benchsite.catalog.tasks import submit_scheduled
 from benchsite.jobs.models import Job
 from tests.jobs.conftest import FAST_OPTIONS, FAST_TIMING, SMALL_SPEC
@@ -41,7 +42,7 @@ def test_bench_schedule_creates_a_beat_entry_that_submits_the_spec(tmp_path, cap
     spec.write_text(SMALL_SPEC)
     call_command("bench", "schedule", str(spec), "--queue", "cpu", "--cron", "0 3 * * *")
     assert "created schedule 'nightly.yml on cpu'" in capsys.readouterr().out
-    entry = PeriodicTask.objects.get()
+    entry = PeriodicTask.objects.get(task=TASK)
     assert entry.task == submit_scheduled.name == "benchsite.catalog.tasks.submit_scheduled"
     assert str(entry.crontab).startswith("0 3 * * *")
     with pytest.raises(CommandError, match="five fields"):

@@ -10,6 +10,7 @@ from django.utils.html import escape
 
 from benchsite.catalog.models import BenchmarkConfig, Recipe
 from benchsite.catalog.results import latest_commit
+from benchsite.catalog.schedules import TASK
 from benchsite.catalog.tasks import submit_scheduled
 from benchsite.jobs.models import Job
 from benchsite.results.models import Result
@@ -28,7 +29,8 @@ def test_run_now_from_the_change_form_runs_the_config_and_links_its_results(
     page = maintainer_client.post(run, {"queue": "cpu"}, follow=True)
     job = Job.objects.get()
     assert shown_messages(page) == [
-        f'tiny_cpu: <a href="/jobs/{job.pk}/">job {job.pk}</a> submitted, 2 cells on queue cpu']
+        f'tiny_cpu: <a href="/jobs/{job.pk}/">job {job.pk}</a> queued, 2 cells on queue cpu, '
+        'no commit (what the workers have installed; branch adhoc)']
     assert (job.config, job.name, job.queue, job.submitted_via, job.status) == (
         config, "tiny_cpu", "cpu", "admin", "succeeded")
     assert job.submitted_by.username == "maintainer" and job.timing == config.timing
@@ -79,13 +81,15 @@ def test_a_nightly_schedule_submits_the_config_by_name(maintainer_client, config
     bad = maintainer_client.post(schedule, {"queue": "cpu", "cron": "nightly"})
     assert "five fields" in bad.context["form"].errors["cron"][0]
     page = maintainer_client.post(schedule, {"queue": "cpu", "cron": "0 3 * * *"}, follow=True)
-    assert shown_messages(page) == ["schedule 'config tiny_cpu on cpu' created: 0 3 * * * "
-                                    "(m/h/dM/MY/d) UTC UTC (celery beat submits the job)"]
+    assert shown_messages(page)[0] == (
+        "schedule 'config tiny_cpu on cpu' created: 0 3 * * * (m/h/dM/MY/d) UTC UTC, "
+        "measuring no commit (adhoc) (celery beat submits the job)")
     from django_celery_beat.models import PeriodicTask
 
-    entry = PeriodicTask.objects.get()
+    entry = PeriodicTask.objects.get(task=TASK)
     assert "config tiny_cpu on cpu" in page.content.decode()  # listed on the config's page
-    assert json.loads(entry.kwargs) == {"config": "tiny_cpu", "queue": "cpu"}
+    assert json.loads(entry.kwargs) == {"config": "tiny_cpu", "queue": "cpu",
+                                        "repo": "pytorch/ao"}
     job_id = current_app.tasks[entry.task].apply(kwargs=json.loads(entry.kwargs)).get()
     job = Job.objects.get(pk=job_id)
     assert (job.config, job.submitted_via, job.status) == (config, "schedule", "succeeded")
@@ -115,7 +119,7 @@ def test_bench_runs_and_schedules_a_config_by_name(config, capsys):
     assert f"created schedule 'config {config.name} on cpu'" in capsys.readouterr().out
     from django_celery_beat.models import PeriodicTask
 
-    entry = PeriodicTask.objects.get()
+    entry = PeriodicTask.objects.get(task=TASK)
     assert json.loads(entry.kwargs) == {"queue": "cpu", "config": config.name}
     with pytest.raises(CommandError, match="no such benchmark config"):
         call_command("bench", "schedule", "--config", "nope")

@@ -6,14 +6,19 @@ import time
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
 
+from benchsite.bisects import cli as bisects
 from benchsite.catalog import schedules
 from benchsite.catalog.models import BenchmarkConfig
 from benchsite.catalog.run import submit_source
 from benchsite.jobs import tasks
-from benchsite.jobs.models import Job
-from benchsite.jobs.submit import JobRefused
+from benchsite.jobs.models import ADHOC_BRANCH, Job, JobCell
+from benchsite.jobs.submit import CommitRefused, JobRefused, job_commit
 from runner.timing import add_timing_options, timing_overrides
+
+POLL_S = 0.5  # how often --wait reads the job
+OPTION = {"repo": "--repo", "head_branch": "--branch", "head_sha": "--sha"}
 
 
 class Command(BaseCommand):
@@ -25,10 +30,10 @@ class Command(BaseCommand):
         run = commands.add_parser("run", help="submit a spec file or a benchmark config as a job")
         self.add_source(run)
         run.add_argument("--queue", default="cpu")
-        run.add_argument("--wait", action="store_true", help="follow the job until it ends")
-        run.add_argument("--repo", default="")
-        run.add_argument("--branch", dest="head_branch", default="")
-        run.add_argument("--sha", dest="head_sha", default="")
+        run.add_argument("--wait", action="store_true",
+                         help="follow the job until it ends (a progress bar on a terminal, "
+                              "each failed cell's error as it fails)")
+        self.add_commit(run)
         add_timing_options(run)
         status = commands.add_parser("status", help="show a job")
         status.add_argument("job", type=int)
@@ -42,6 +47,17 @@ class Command(BaseCommand):
         schedule.add_argument("--cron", default=schedules.NIGHTLY,
                               help="minute hour day-of-month month day-of-week (UTC)")
         schedule.add_argument("--name", help="the schedule's name (default: spec on queue)")
+        bisects.add_parsers(commands)  # `bench bisect`, `bench ab`: benchsite.bisects.cli
+        self.add_commit(schedule)
+
+    @staticmethod
+    def add_commit(parser):
+        commit = parser.add_argument_group(
+            "what is measured", "a commit (--sha, full sha; --branch defaults to main), or "
+            f"nothing: the workers' installed code, recorded on the {ADHOC_BRANCH!r} branch")
+        commit.add_argument("--repo", default="", help="OWNER/NAME (default BENCH_JOB_REPO)")
+        commit.add_argument("--branch", dest="head_branch", default="")
+        commit.add_argument("--sha", dest="head_sha", default="")
 
     @staticmethod
     def add_source(parser):
@@ -51,6 +67,8 @@ class Command(BaseCommand):
                             help="a benchmark config of the admin's catalog, by name")
 
     def handle(self, *args, action, **options):
+        if action in bisects.ACTIONS:
+            return bisects.handle(self, action, **options)
         return getattr(self, f"do_{action}")(**options)
 
     def do_run(self, spec, config, queue, wait, **options):
@@ -59,24 +77,35 @@ class Command(BaseCommand):
         try:
             job = submit_source(spec=spec, config=config, queue=queue, via=Job.Via.COMMAND,
                                 timing=timing, **metadata)
+        except CommitRefused as error:
+            raise CommandError(f"{OPTION[error.field]}: {error.message}") from None
         except JobRefused as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(f"job {job.pk}: {job.cells_total} cells on queue {queue!r} "
-                          f"({job.get_absolute_url()})")
+        measured = "no commit (adhoc)" if job.adhoc else f"{job.head_branch} {job.head_sha[:12]}"
+        self.stdout.write(f"job {job.pk}: {job.cells_total} cells on queue {queue!r}, "
+                          f"{job.repo} {measured} ({job.get_absolute_url()})")
         if wait:
             self.follow(job)
 
     def follow(self, job):
-        shown = None
-        while True:
-            job.refresh_from_db()
-            if (job.status, job.cells_done) != shown:
-                shown = (job.status, job.cells_done)
-                self.stdout.write(f"job {job.pk}: {job.status}, "
-                                  f"{job.cells_done}/{job.cells_total} cells")
-            if job.ended:
-                break
-            time.sleep(1)
+        """Until the job ends: a bar of its cells (on stderr, when a terminal) and each
+        failed cell's error on stdout as it fails; then every cell's state."""
+        told = set()
+        bar = tqdm(total=job.cells_total, unit="cell", desc=f"job {job.pk}",
+                   file=self.stderr._out, disable=None, dynamic_ncols=True)
+        with bar:
+            while True:
+                job.refresh_from_db()
+                bar.update(job.cells_done - bar.n)
+                bar.set_postfix_str(job.status, refresh=False)
+                failed = job.cells.filter(status=JobCell.Status.FAILED).exclude(pk__in=told)
+                for cell in failed.order_by("index"):
+                    told.add(cell.pk)
+                    bar.write(f"cell {cell.index} {cell.key} failed: {_last_line(cell.error)}",
+                              file=self.stdout._out)
+                if job.ended:
+                    break
+                time.sleep(POLL_S)
         self.do_status(job.pk)
         if job.status != Job.Status.SUCCEEDED:
             raise CommandError(f"job {job.pk} ended {job.status}")
@@ -85,14 +114,14 @@ class Command(BaseCommand):
         job = self._job(job)
         self.stdout.write(f"job {job.pk} ({job.name}, queue {job.queue}): {job.status}")
         for cell in job.cells.all():
-            reason = cell.error.strip().splitlines()[-1] if cell.error else ""
-            self.stdout.write(f"  {cell.status:10} {cell.key}  {reason}")
+            self.stdout.write(f"  {cell.status:10} {cell.key}  {_last_line(cell.error)}")
 
     def do_cancel(self, job, **options):
         job = self._job(job)
         self.stdout.write(f"job {job.pk}: {tasks.cancel(job)} pending cells cancelled")
 
-    def do_schedule(self, spec, config, queue, cron, name, **options):
+    def do_schedule(self, spec, config, queue, cron, name, repo, head_branch, head_sha,
+                    **options):
         if config:
             if not BenchmarkConfig.objects.filter(name=config).exists():
                 raise CommandError(f"--config {config!r}: no such benchmark config")
@@ -101,9 +130,15 @@ class Command(BaseCommand):
             if not spec.is_file():
                 raise CommandError(f"{spec}: no such file")
             source, default_name = {"path": str(spec)}, f"{spec.name} on {queue}"
+        commit = {"repo": repo, "head_branch": head_branch, "head_sha": head_sha}
+        try:
+            job_commit(**commit)  # refused now rather than at every run
+        except CommitRefused as error:
+            raise CommandError(f"{OPTION[error.field]}: {error.message}") from None
+        commit = {key: value for key, value in commit.items() if value}
         try:
             task, created = schedules.schedule(name or default_name, cron, queue=queue,
-                                               **source)
+                                               **source, **commit)
         except ValueError as error:
             raise CommandError(f"--cron: {error}") from None
         self.stdout.write(f"{'created' if created else 'updated'} schedule {task.name!r}: "
@@ -114,3 +149,8 @@ class Command(BaseCommand):
             return Job.objects.get(pk=pk)
         except Job.DoesNotExist:
             raise CommandError(f"job {pk}: no such job") from None
+
+
+def _last_line(error: str) -> str:
+    """A cell's skip reason or its traceback's last line (the exception)."""
+    return error.strip().splitlines()[-1] if error.strip() else ""
