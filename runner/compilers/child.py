@@ -1,8 +1,8 @@
 """`python -m runner.compilers.child CONFIG.json RESULT.json`: one configuration, in the
 process of its own that `launch` starts, so a crash, a hang or leaked memory ends with it.
 
-It times the configuration, then verifies it, and writes {"metrics", "verification_code"}
-to RESULT.json. An exception while timing is caught and kept in `metrics.error`; the
+It times the configuration (and a backend's speedup, paired with eager), then verifies it,
+and writes {"metrics", "verification_code"} to RESULT.json. An exception while timing is caught and kept in `metrics.error`; the
 verifier still runs (its code says what it could tell).
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.compilers.harness import prepare
-from runner.compilers.matrix import Config
-from runner.compilers.metrics import measure
+from runner.compilers.matrix import EAGER, Config
+from runner.compilers.metrics import measure, pair_with_eager
 from runner.compilers.verify import verify
 
 
@@ -26,7 +26,10 @@ def run(config: Config) -> dict[str, Any]:
     metrics: dict[str, Any] = {}
     errors = []
     try:
-        metrics = measure(config, prepare(config))
+        prepared = prepare(config)
+        metrics = measure(config, prepared)
+        if config.backend != EAGER:
+            metrics["paired"] = pair_with_eager(config, prepared).to_dict()
     except Exception:
         errors.append(traceback.format_exc())
     gc.collect()

@@ -142,7 +142,7 @@ def _run(configs: list[Config], done: dict[str, dict[str, Any]], path: Path,
 def _records(configs: list[Config], done: dict[str, dict[str, Any]],
              baselines: dict[str, dict[str, Any]], context: RunContext) -> list[dict[str, Any]]:
     """Records of every configuration the file holds; eager lines (the matrix's, or those run
-    as baselines only) give speedups and memory ratios."""
+    as baselines only) give memory ratios."""
     found = []
     for config in configs:
         if config.key in done:

@@ -1,10 +1,11 @@
 """The compilers family (see runner.families), the model experiment matrix: one cell is one
 configuration, run in its own subprocess with its timeout.
 
-A backend's speedup and memory ratio compare with the eager configuration of the same model,
-test, dtype and batch size. Eager is planned first, and its line is kept in `state`; a cell
-whose baseline is not there (it ran on another worker, or eager is not in the matrix) runs
-the eager configuration itself first, as a baseline only.
+A backend's memory ratio compares with the eager configuration of the same model, test,
+dtype and batch size; its speedup is timed paired with an eager copy in its own process.
+Eager is planned first, and its line is kept in `state`; a cell whose baseline is not there
+(it ran on another worker, or eager is not in the matrix) runs the eager configuration
+itself first, as a baseline only.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from runner.compilers.matrix import BACKENDS, EAGER, Config
 from runner.compilers.spec import parse
 from runner.contract.status import FAILED, OK
 from runner.environment import RunContext
+from runner.paired import PairedTiming
 from runner.settings import at_least, validate
 
 NAME = "compilers"
@@ -68,8 +70,10 @@ def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any]
     if config.backend == EAGER:
         baselines[config.key] = result
     error = result["metrics"].get("error", "")
+    paired = result["metrics"].get("paired")
     return Outcome(FAILED if error else OK, records.build(config, result, baseline, context),
                    error=error, measured_s=sum(result["metrics"].get("total_time", [])) or None,
+                   unstable=bool(paired) and PairedTiming.from_dict(paired).unstable,
                    detail=result)
 
 

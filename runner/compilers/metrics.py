@@ -1,5 +1,6 @@
 """Measuring a configuration: seed 001's total and per-iteration times, plus compile time,
-peak memory, dynamo counters and (optionally) a PyTorch profile per repetition.
+peak memory, dynamo counters and (optionally) a PyTorch profile per repetition; and a
+backend's speedup over eager, timed paired with an eager copy of the model.
 
 A first call, timed on its own, compiles (its time less the median iteration is the
 compile time); then `repeat` runs of `iterations_per_run` iterations each, synchronised at
@@ -20,8 +21,11 @@ from typing import Any
 import torch
 import torch._dynamo.utils as dynamo_utils
 
-from runner.compilers.harness import Prepared, reset_rng, synchronize
+from runner.compilers.harness import Prepared, prepare, reset_rng, synchronize
 from runner.compilers.matrix import EAGER, Config
+from runner.paired import PairedTiming
+from runner.timers import pair_cpu, pair_cuda
+from runner.timing import TimingSettings
 
 MB = 2**20
 PROFILE_ROWS = 200
@@ -60,6 +64,18 @@ def measure(config: Config, prepared: Prepared) -> dict[str, Any]:
     if profiles:
         metrics["pytorch_profiles"] = profiles.finish()
     return metrics
+
+
+def pair_with_eager(config: Config, prepared: Prepared) -> PairedTiming:
+    """This backend's speedup over eager (runner.paired): an eager copy of the model and this
+    one step in alternating blocks, in this process. Run after `measure`, so the eager copy
+    adds nothing to the backend's own time and memory; comparing with the eager line of
+    another process would turn any change of load between the two into "speedup"."""
+    eager = prepare(config, backend=EAGER)
+    # the configuration's threads stay as they are; with one, blocks count CPU time
+    settings = TimingSettings(threads=torch.get_num_threads())
+    timer = pair_cuda if config.device == "cuda" else pair_cpu
+    return timer(lambda: eager.step(False), lambda: prepared.step(False), settings)
 
 
 class _PeakMemory:

@@ -5,8 +5,9 @@ benchmark.name is "TorchInductor" (the name the HUD's compilers dashboard reads,
 backend); mode is "inference" for eval and "training" for train; model.backend is the
 configuration's backend and model.origins its suite. Metrics:
 
-- speedup: eager's median per-iteration time over this backend's, one value per repetition
-  (needs the eager baseline's line; not written for eager itself);
+- speedup: over eager, timed paired in the backend's own process (runner.paired): every
+  pair's ratio as values, the 95% interval, pair count and `unstable` in extra_info (not
+  written for eager itself);
 - abs_latency: per-iteration time per repetition, in ms;
 - compilation_latency: the first call's time less a median iteration, in s;
 - compression_ratio: eager's peak memory over this backend's (the HUD's ratio);
@@ -26,6 +27,7 @@ from runner.compilers.verify import Code
 from runner.contract.metrics import number_metric, string_metric
 from runner.contract.names import COMPILERS_BENCHMARK, COMPILERS_MODES, CompilerMetric
 from runner.environment import RunContext
+from runner.paired import PairedTiming, speedup_metric
 
 ACCURACY = {  # verification code -> the HUD's accuracy string
     Code.PASS: "pass",
@@ -50,11 +52,10 @@ def build(config: Config, result: dict[str, Any], baseline: dict[str, Any] | Non
     if times:
         found.append(number_metric(CompilerMetric.LATENCY, [1e3 * t for t in times], "ms",
                                    **shared))
-        base = (baseline or {}).get("metrics", {}).get("per_iter_time")
-        if config.backend != EAGER and base:
-            eager = statistics.median(base)
-            found.append(number_metric(CompilerMetric.SPEEDUP, [eager / t for t in times], "x",
-                                 eager_ms=1e3 * eager, **shared))
+    if "paired" in metrics:
+        paired = PairedTiming.from_dict(metrics["paired"])
+        found.append(speedup_metric(CompilerMetric.SPEEDUP, paired,
+                                    eager_ms=statistics.median(paired.baseline_ms), **shared))
     if "compile_time" in metrics:
         found.append(number_metric(CompilerMetric.COMPILE_TIME, [metrics["compile_time"]], "s",
                              **shared))

@@ -9,6 +9,7 @@ from runner.compilers import child, models, records
 from runner.compilers.matrix import Config
 from runner.contract.record import problems
 from runner.environment import RunContext
+from runner.paired import PairedTiming
 
 HELPERS = "tests.runner.experiment_models"
 CONTEXT = RunContext(cpu_info="Test CPU", cpu_count=2, mem_gb=8.0, avail_mem_gb=4.0,
@@ -119,6 +120,8 @@ def test_records_have_the_hud_compiler_shape(tmp_path):
     eager = {"metrics": {"per_iter_time": [0.004, 0.006], "peak_memory_mb": 30.0}}
     line = {"repeat": 2, "iterations_per_run": 2, "verification_code": "FAIL",
             "metrics": {"per_iter_time": [0.002, 0.0025], "compile_time": 3.5,
+                        "paired": PairedTiming((4.0,) * 24, (2.0,) * 24, (2.5, 2.0) * 3,
+                                               target=0.02).to_dict(),
                         "peak_memory_mb": 20.0, "peak_memory_kind": "cpu_peak_rss_rise",
                         "graph_breaks": 1}}
     found = records.build(config, line, eager, CONTEXT)
@@ -132,7 +135,10 @@ def test_records_have_the_hud_compiler_shape(tmp_path):
                                         "batch_size": None}}
     assert speedup["model"] == {"name": "tiny", "type": "model", "backend": "inductor",
                                 "origins": ["custom"]}
-    assert speedup["metric"]["benchmark_values"] == [2.5, 2.0]
+    assert speedup["metric"]["benchmark_values"] == [2.5, 2.0] * 3  # each pair's ratio
+    info = speedup["metric"]["extra_info"]
+    assert (info["ci_low"], info["ci_high"], info["pairs"]) == (2.0, 2.5, 6)
+    assert info["unstable"] and info["eager_ms"] == 4.0
     assert by_name["compression_ratio"]["metric"]["benchmark_values"] == [1.5]
     assert by_name["compilation_latency"]["metric"]["benchmark_values"] == [3.5]
     accuracy = by_name["accuracy"]["metric"]
