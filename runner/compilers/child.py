@@ -2,8 +2,9 @@
 process of its own that `launch` starts, so a crash, a hang or leaked memory ends with it.
 
 It times the configuration (and a backend's speedup, paired with eager), then verifies it,
-and writes {"metrics", "verification_code"} to RESULT.json. An exception while timing is caught and kept in `metrics.error`; the
-verifier still runs (its code says what it could tell).
+and writes {"metrics", "verification_code"} to RESULT.json. An exception while timing is
+caught and kept in `metrics.error`; the verifier still runs (its code says what it could
+tell).
 """
 
 from __future__ import annotations
