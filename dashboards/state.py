@@ -1,19 +1,19 @@
-"""Page state read from the URL: every page is shareable, and a bad value is an error that
-names the parameter rather than a silently different page."""
+"""Page state read from the URL: every page is shareable. A value a page cannot use (a commit
+that has gone, a device the chosen repo lacks, a number out of range) is an error naming the
+parameter for the page's JSON and CSV, and for its HTML the default, with a note on the page
+saying what was reset and why: a page never dead-ends."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 from django.http import HttpRequest
 from django.urls import reverse
 
-from benchsite import dates
-
 RANGES = {"1d": 1, "3d": 3, "7d": 7, "14d": 14, "30d": 30, "90d": 90, "180d": 180,
           "365d": 365}
 GRANULARITIES = ("hour", "day", "week", "month")
+MACHINE_FORMATS = ("json", "csv")
 
 
 class BadParameter(ValueError):
@@ -30,6 +30,21 @@ class State:
         self.request = request  # for what is not in the URL: the user, absolute URLs
         self.query = request.GET
         self.values: dict[str, str] = {}
+        self.notes: list[str] = []  # what was reset and why, shown on the HTML page
+
+    @property
+    def strict(self) -> bool:
+        """JSON and CSV readers get an error for a value they cannot have, never a silently
+        different answer; people get the page, with a note."""
+        return self.query.get("format") in MACHINE_FORMATS
+
+    def fallback(self, name: str, problem: str, default, note: str):
+        """The default in place of an unusable value: `problem` as the error naming `name`
+        when strict, else `note` (what was reset to what, and why) on the page."""
+        if self.strict:
+            raise BadParameter(name, problem)
+        self.notes.append(note)
+        return default
 
     @property
     def csv(self) -> bool:
@@ -38,10 +53,8 @@ class State:
 
     def text(self, name: str, default: str = "") -> str:
         value = self.query.get(name, "").strip() or default
-        if len(value) > 255:
-            raise BadParameter(name, "longer than 255 characters")
-        if "\0" in value:
-            raise BadParameter(name, "contains a NUL character, which no text column holds")
+        if problem := text_problem(value):
+            value = self.fallback(name, problem, default, f"{name}: {problem}; ignored.")
         self.values[name] = value
         return value
 
@@ -49,11 +62,13 @@ class State:
         """A value among `choices`; the default (or the first choice) when none is given."""
         choices = list(choices)
         value = self.query.get(name, "").strip()
+        fallback = default if default in choices or not choices else choices[0]
         if not value:
-            value = default if default in choices or not choices else choices[0]
+            value = fallback
         elif value not in choices:
-            shown = ", ".join(map(repr, choices[:20])) + (" ..." if len(choices) > 20 else "")
-            raise BadParameter(name, f"{value!r} is not one of {shown}")
+            value = self.fallback(name, not_one_of(value, choices), fallback,
+                                  f"{name}: {value!r} is not offered here; showing "
+                                  f"{fallback or 'all'}.")
         self.values[name] = value
         return value
 
@@ -61,33 +76,14 @@ class State:
         raw = self.query.get(name, "").strip()
         try:
             value = float(raw) if raw else default
+            problem = "" if low <= value <= high else f"{value:g} is outside {low:g}..{high:g}"
         except ValueError:
-            raise BadParameter(name, f"{raw!r} is not a number") from None
-        if not low <= value <= high:
-            raise BadParameter(name, f"{value:g} is outside {low:g}..{high:g}")
+            problem = f"{raw!r} is not a number"
+        if problem:
+            value = self.fallback(name, problem, default,
+                                  f"{name}: {problem}; showing {default:g}.")
         self.values[name] = f"{value:g}"
         return value
-
-    def flag(self, name: str, default: bool) -> bool:
-        raw = self.query.get(name)
-        value = default if raw is None else raw in ("1", "on", "true", "yes")
-        self.values[name] = "1" if value else "0"
-        return value
-
-    def time_range(self) -> tuple[datetime, datetime]:
-        """`range` (1d .. 365d, default 30d) or a custom `start`/`end` (ISO dates)."""
-        start, end = self.query.get("start", "").strip(), self.query.get("end", "").strip()
-        if start or end:
-            begin = _date("start", start) if start else None
-            finish = _date("end", end) + timedelta(days=1) if end else datetime.now(UTC)
-            if begin is None:
-                begin = finish - timedelta(days=30)
-            if begin >= finish:
-                raise BadParameter("start", "must be before end")
-            self.values.update(start=start, end=end, range="custom")
-            return begin, finish
-        key = self.choice("range", RANGES, default="30d")
-        return datetime.now(UTC) - timedelta(days=RANGES[key]), datetime.now(UTC)
 
     def url(self, route: str = "", **changes: str | None) -> str:
         """This page's URL (or the page of another route name, with this page's filters) with
@@ -97,11 +93,14 @@ class State:
         return f"{path}?{urlencode({k: v for k, v in params.items() if v not in (None, '')})}"
 
 
-def _date(name: str, raw: str) -> datetime:
-    try:
-        value = datetime.fromisoformat(raw)
-    except ValueError:
-        raise BadParameter(name, f"{raw!r} is not a date (YYYY-MM-DD)") from None
-    if reason := dates.problem(value):
-        raise BadParameter(name, reason)
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+def not_one_of(value: str, choices: list[str]) -> str:
+    shown = ", ".join(map(repr, choices[:20])) + (" ..." if len(choices) > 20 else "")
+    return f"{value!r} is not one of {shown}"
+
+
+def text_problem(value: str) -> str:
+    if len(value) > 255:
+        return "longer than 255 characters"
+    if "\0" in value:
+        return "contains a NUL character, which no text column holds"
+    return ""

@@ -171,9 +171,12 @@ def summary_choices(column: str, **filters) -> list[str]:
     return sorted(value for value in values if value is not None)
 
 
-def latest_shas(repo: str, benchmark: str, branch: str, limit: int = 120) -> list[tuple]:
-    """(sha, time) of the latest commits with results of `benchmark`, newest first."""
-    has_benchmark = RunSummary.objects.filter(run=OuterRef("pk"), benchmark=benchmark)
+def latest_shas(repo: str, benchmark: str, branch: str, limit: int = 120,
+                arch: str | None = None) -> list[tuple]:
+    """(sha, time) of the latest commits with results of `benchmark` (on `arch`, when
+    given), newest first."""
+    has_benchmark = RunSummary.objects.filter(run=OuterRef("pk"), benchmark=benchmark,
+                                              **({"arch": arch} if arch else {}))
     rows = (Run.objects.filter(repo=repo, head_branch=branch)
             .filter(Exists(has_benchmark)).order_by("-timestamp")
             .values_list("head_sha", "timestamp")[: limit * 10])

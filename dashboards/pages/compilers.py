@@ -18,6 +18,16 @@ from dataclasses import dataclass
 
 from benchsite.results.ingest.summaries import PASS_VALUES
 from benchsite.results.models import Result
+from dashboards.filters import (
+    Filters,
+    busiest_arch,
+    choice,
+    commit_choices,
+    default_branch,
+    pairs,
+    percent,
+    prefer,
+)
 from dashboards.pages.common import (
     change_class,
     compare_url,
@@ -63,41 +73,109 @@ class Scope:
         return self.memory_threshold if metric == MEMORY else self.threshold
 
 
-def scope(state: State) -> tuple[Scope, dict]:
-    """The page's filters from the URL, and the choices the template offers."""
-    repos = series_options(("repo",), metric=SPEEDUP)["repo"]
-    repo = state.choice("repo", repos, default="pytorch/pytorch")
-    benchmarks = series_options(("benchmark",), repo=repo, metric=SPEEDUP)["benchmark"]
-    benchmark = state.choice("benchmark", benchmarks, default=COMPILERS_BENCHMARK)
-    branch = state.text("branch", "main")
-    shas = latest_shas(repo, benchmark, branch)
-    names = [sha for sha, _ in shas] or [""]
-    new = state.choice("new", names, default=names[0])
-    base = state.choice("base", names, default=names[1] if len(names) > 1 else names[0])
-    where = {"repo": repo, "benchmark": benchmark, "run__head_sha": new}
-    modes = summary_choices("mode", **where)
-    mode = state.choice("mode", modes or [""], default="inference")
-    archs = summary_choices("arch", **where, mode=mode)
-    arch = state.choice("arch", archs or [""])
-    dtypes = summary_choices("dtype", **where, mode=mode, arch=arch)
-    dtype = state.choice("dtype", dtypes or [""])
-    threshold = state.number("threshold", 5, 0, 100) / 100
-    memory_threshold = state.number("memory_threshold", 20, 0, 100) / 100
-    choices = {"repos": repos, "benchmarks": benchmarks, "shas": shas, "modes": modes,
-               "archs": archs, "dtypes": dtypes}
-    return Scope(repo, benchmark, mode, arch, dtype, base, new, threshold,
-                 memory_threshold), choices
+class CompilerFilters(Filters):
+    """Repo -> benchmark (those with compile times: HUD-shaped records) -> branch -> device
+    -> the two commits -> mode -> precision."""
+
+    repo = choice("Repo")
+    benchmark = choice("Benchmark")
+    branch = choice("Branch")
+    arch = choice("Device")
+    base = choice("Base")
+    new = choice("New")
+    mode = choice("Mode")
+    dtype = choice("Precision")
+    threshold = percent("Threshold %", 5, 0.5)
+    memory_threshold = percent("Memory threshold %", 20, 1)
+    parents = {"benchmark": ("repo",), "branch": ("repo", "benchmark"),
+               "arch": ("repo", "benchmark", "branch"),
+               "base": ("repo", "benchmark", "branch", "arch"),
+               "new": ("repo", "benchmark", "branch", "arch"),
+               "mode": ("new", "arch"), "dtype": ("new", "arch", "mode")}
+    field_order = ["repo", "benchmark", "branch", "arch", "new", "base", "mode", "dtype"]
+
+    def options_repo(self, values):
+        return pairs(series_options(("repo",), metric=COMPILE)["repo"])
+
+    def default_repo(self, values, choices):
+        return prefer(choices, "pytorch/pytorch")
+
+    def options_benchmark(self, values):
+        return pairs(series_options(("benchmark",), repo=values["repo"],
+                                    metric=COMPILE)["benchmark"])
+
+    def default_benchmark(self, values, choices):
+        return prefer(choices, COMPILERS_BENCHMARK)
+
+    def options_branch(self, values):
+        return pairs(summary_choices("branch", repo=values["repo"],
+                                     benchmark=values["benchmark"]))
+
+    def default_branch(self, values, choices):
+        return default_branch(values["repo"], choices)
+
+    def options_arch(self, values):
+        return pairs(summary_choices("arch", repo=values["repo"], branch=values["branch"],
+                                     benchmark=values["benchmark"]))
+
+    def default_arch(self, values, choices):
+        return busiest_arch(values["repo"], values["benchmark"], choices)
+
+    def options_new(self, values):
+        self.shas = latest_shas(values["repo"], values["benchmark"], values["branch"],
+                                arch=values["arch"])
+        return commit_choices(self.shas)
+
+    def options_base(self, values):
+        return commit_choices(self.shas)
+
+    def default_base(self, values, choices):
+        """The commit before the new one."""
+        older = choices[choices.index(values["new"]) + 1:] if values["new"] in choices else []
+        return older[0] if older else values["new"]
+
+    def _where(self, values) -> dict:
+        return {"repo": values["repo"], "benchmark": values["benchmark"],
+                "run__head_sha": values["new"], "arch": values["arch"]}
+
+    def options_mode(self, values):
+        return pairs(summary_choices("mode", **self._where(values)))
+
+    def default_mode(self, values, choices):
+        return prefer(choices, "inference")
+
+    def options_dtype(self, values):
+        return pairs(summary_choices("dtype", **self._where(values), mode=values["mode"]))
 
 
-def _filters(chosen: Scope, state: State) -> dict:
-    return {"repo": chosen.repo, "benchmark": chosen.benchmark,
-            "branch": state.values["branch"], "mode": chosen.mode, "arch": chosen.arch,
-            "dtype": chosen.dtype, "base": chosen.base, "new": chosen.new,
-            "threshold": chosen.threshold, "memory_threshold": chosen.memory_threshold}
+class ModelFilters(CompilerFilters):
+    """One backend and suite of the chosen slice."""
+
+    backend = choice("Backend")
+    suite = choice("Suite")
+    parents = {**CompilerFilters.parents, "backend": ("repo", "benchmark"),
+               "suite": ("repo", "benchmark")}
+
+    def options_backend(self, values):
+        self.options = series_options(("backend", "suite"), repo=values["repo"],
+                                      benchmark=values["benchmark"], metric=SPEEDUP)
+        return pairs(self.options["backend"])
+
+    def options_suite(self, values):
+        return pairs(self.options["suite"])
+
+
+def scope(form: CompilerFilters) -> Scope:
+    """The page's slice of results, from its filters."""
+    chosen = form.values
+    return Scope(chosen["repo"], chosen["benchmark"], chosen["mode"], chosen["arch"],
+                 chosen["dtype"], chosen["base"], chosen["new"], chosen["threshold"] / 100,
+                 chosen["memory_threshold"] / 100)
 
 
 def build(state: State) -> Page:
-    chosen, choices = scope(state)
+    form = CompilerFilters(state)
+    chosen = scope(form)
     models: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for key, measured in _per_model(chosen.results()).items():
         sha, backend, suite, _model = key
@@ -110,8 +188,8 @@ def build(state: State) -> Page:
     suites = sorted({suite for _, _, suite in summary})
     tables = [_matrix(state, chosen, metric, backends, suites, summary) for metric in METRICS]
     tables.append(_values(chosen, summary))
-    return Page(title="Compilers", filters=_filters(chosen, state), tables=tables,
-                context={**choices, "missing": not summary,
+    return Page(title="Compilers", filters=dict(state.values), tables=tables,
+                context={"form": form, "missing": not summary,
                          "compare_url": _compare_url(chosen)})
 
 
@@ -232,11 +310,9 @@ def _values(chosen, summary) -> Table:
 
 def build_models(state: State) -> Page:
     """One backend and suite: each model's numbers, base → new."""
-    chosen, choices = scope(state)
-    options = series_options(("backend", "suite"), repo=chosen.repo,
-                             benchmark=chosen.benchmark, metric=SPEEDUP)
-    backend = state.choice("backend", options["backend"])
-    suite = state.choice("suite", options["suite"])
+    form = ModelFilters(state)
+    chosen = scope(form)
+    backend, suite = form.values["backend"], form.values["suite"]
     found: dict[str, dict[str, dict]] = defaultdict(lambda: defaultdict(dict))
     measured_by = _per_model(chosen.results(backend=backend, suite=suite))
     for (sha, _backend, _suite, model), measured in measured_by.items():
@@ -256,9 +332,8 @@ def build_models(state: State) -> Page:
                                         backend=backend, mode=chosen.mode, arch=chosen.arch,
                                         range="90d")})
     return Page(title=f"Compilers: {backend} on {suite}",
-                filters={**_filters(chosen, state), "backend": backend, "suite": suite},
-                tables=[table],
-                context={**choices, "missing": not found, "models": True,
+                filters=dict(state.values), tables=[table],
+                context={"form": form, "missing": not found, "models": True,
                          "compare_url": _compare_url(chosen),
                          "summary_url": state.url("dashboards:compilers", backend=None,
                                                   suite=None)})

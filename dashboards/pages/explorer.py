@@ -2,62 +2,148 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.urls import reverse
 
 from benchsite.results.models import Result, Series
 from dashboards import charts
-from dashboards.pages.common import IsoUtc, change_class, repos_and_benchmarks, series_options
+from dashboards.filters import (
+    ALL,
+    TimeRange,
+    busiest,
+    busiest_arch,
+    choice,
+    column_name,
+    default_branch,
+    headline_metric,
+    pairs,
+    percent,
+    prefer,
+)
+from dashboards.pages.common import (
+    IsoUtc,
+    change_class,
+    repos_and_benchmarks,
+    series_options,
+    summary_choices,
+)
 from dashboards.render import Page, Table
 from dashboards.state import State
 from runner.contract.directions import direction
 
-MAX_SERIES = 40
-FILTERS = ("metric", "backend", "mode", "dtype", "suite", "device", "arch", "compile_mode")
+MAX_LINES = 12  # series shown: the ones that changed most over the range
+RANKED = 500  # series ranked by their change (the first by name, where more match)
+FACETS = ("backend", "mode", "dtype", "suite", "device", "compile_mode")
 LABEL_PARTS = ("model", "backend", "mode", "dtype", "arch", "compile_mode")
 
 
-def build(state: State) -> Page:
-    repos, _ = repos_and_benchmarks()
-    repo = state.choice("repo", repos, default="pytorch/ao")
-    benchmarks = repos_and_benchmarks(repo)[1]
-    benchmark = state.choice("benchmark", benchmarks)
-    scope = {"repo": repo, "benchmark": benchmark}
-    options = series_options(FILTERS, **scope)
-    chosen = {name: state.choice(name, ["", *options[name]], default="") for name in FILTERS}
-    model = state.text("model")
-    branch = state.text("branch", "main")
-    start, end = state.time_range()
-    threshold = state.number("threshold", 5, 0, 100) / 100
+class ExplorerFilters(TimeRange):
+    """Repo -> benchmark -> branch -> metric and device (default the headline metric on the
+    busiest device; every metric of a model drilled into) -> facets."""
 
-    matching = Series.objects.filter(**scope, **{k: v for k, v in chosen.items() if v})
-    if model:
-        matching = matching.filter(model=model)
+    repo = choice("Repo")
+    benchmark = choice("Benchmark")
+    branch = choice("Branch")
+    model = forms.CharField(label="Model", required=False, max_length=255,
+                            widget=forms.TextInput(attrs={"size": 24,
+                                                          "placeholder": "exact name"}))
+    metric = choice("Metric")
+    arch = choice("Device")
+    backend = choice("backend")
+    mode = choice("mode")
+    dtype = choice("dtype")
+    suite = choice("suite")
+    device = choice("device type")
+    compile_mode = choice("compile mode")
+    threshold = percent("Threshold %", 5, 0.5)
+    field_order = ["repo", "benchmark", "branch", "model", "metric", "arch", *FACETS,
+                   "range", "start", "end", "threshold"]
+    parents = {"benchmark": ("repo",), "branch": ("repo", "benchmark"),
+               "metric": ("repo", "benchmark"), "arch": ("repo", "benchmark", "branch"),
+               **{facet: ("repo", "benchmark") for facet in FACETS}}
+    facets = FACETS
+
+    def options_repo(self, values):
+        return pairs(repos_and_benchmarks()[0])
+
+    def default_repo(self, values, choices):
+        return prefer(choices, "pytorch/ao")
+
+    def options_benchmark(self, values):
+        return pairs(repos_and_benchmarks(values["repo"])[1])
+
+    def default_benchmark(self, values, choices):
+        return busiest("benchmark", choices, repo=values["repo"])
+
+    def options_branch(self, values):
+        return pairs(summary_choices("branch", repo=values["repo"],
+                                     benchmark=values["benchmark"]))
+
+    def default_branch(self, values, choices):
+        return default_branch(values["repo"], choices)
+
+    def options_metric(self, values):
+        self.options = series_options(("metric", "arch", *FACETS), repo=values["repo"],
+                                      benchmark=values["benchmark"])
+        return [(ALL, "all metrics"), *pairs(self.options["metric"])]
+
+    def default_metric(self, values, choices):
+        return ALL if values["model"] else headline_metric(values["benchmark"], choices[1:])
+
+    def options_arch(self, values):
+        return [(ALL, "all devices"), *pairs(self.options["arch"])]
+
+    def default_arch(self, values, choices):
+        return busiest_arch(values["repo"], values["benchmark"], choices[1:])
+
+    def facet_options(self, name, values):
+        self.fields[name].label = column_name(values["benchmark"], name)
+        return [("", "all"), *pairs(self.options[name])]
+
+
+def build(state: State) -> Page:
+    form = ExplorerFilters(state)
+    chosen = form.values
+    benchmark = chosen["benchmark"]
+    start, end = form.window()
+    filters = {name: chosen[name] for name in ("model", "metric", "arch", *FACETS)
+               if chosen[name] not in ("", ALL)}
+    matching = Series.objects.filter(repo=chosen["repo"], benchmark=benchmark, **filters)
     total = matching.count()
-    series = list(matching.order_by("metric", "model", "backend", "dtype", "arch", "id")
-                  .only(*LABEL_PARTS, "metric", "device")[:MAX_SERIES])
-    points: dict[int, list[tuple]] = {item.pk: [] for item in series}
+    candidates = list(matching.order_by("metric", "model", "backend", "dtype", "arch", "id")
+                      .only(*LABEL_PARTS, "metric", "device")[:RANKED])
+    points: dict[int, list[tuple]] = {item.pk: [] for item in candidates}
     results = (Result.objects.filter(series_id__in=points, timestamp__gte=start,
-                                     timestamp__lt=end, run__head_branch=branch)
+                                     timestamp__lt=end, run__head_branch=chosen["branch"])
                .order_by("series_id", "timestamp")
                .values_list("series_id", IsoUtc("timestamp"), "value", "target",
                             "run__head_sha", "run_id", "string_values"))
     for row in results:
         points[row[0]].append(row[1:])
+    series = sorted(candidates, key=lambda item: -abs(_change(points[item.pk]) or 0))
+    series = sorted(series[:MAX_LINES], key=candidates.index)
 
     varying = [part for part in LABEL_PARTS
                if len({getattr(item, part) for item in series}) > 1] or ["model"]
     names = {item.pk: " / ".join(str(getattr(item, part)) or "-" for part in varying)
              for item in series}
+    figures = _charts(series, points, names)
     return Page(
         title="Explorer",
-        filters={"repo": repo, "benchmark": benchmark, "model": model, "branch": branch,
-                 "start": start.isoformat(), "end": end.isoformat(), **chosen,
+        filters={**state.values, "start": start.isoformat(), "end": end.isoformat(),
                  "series": total, "shown": len(series)},
-        tables=[_summary(series, points, names, threshold, benchmark)],
-        figures=_charts(series, points, names),
-        context={"options": options, "chosen": chosen, "total": total,
-                 "shown": len(series), "repos": repos, "benchmarks": benchmarks},
+        tables=[_summary(series, points, names, chosen["threshold"] / 100, benchmark)],
+        figures=figures,
+        context={"form": form, "total": total, "shown": len(series),
+                 "ranked": min(total, RANKED),
+                 "empty": not any(points[item.pk] for item in series)},
     )
+
+
+def _change(rows: list[tuple]) -> float | None:
+    """The change of a series over the range: its latest value over its first."""
+    values = [row[1] for row in rows if row[1] is not None]
+    return values[-1] / values[0] - 1 if len(values) > 1 and values[0] else None
 
 
 def _charts(series, points, names) -> list[dict]:
@@ -70,7 +156,8 @@ def _charts(series, points, names) -> list[dict]:
             "y": [row[1] for row in rows],
             "text": [f"{row[3][:10]}" + (f" {row[5][0]}" if row[5] else "") for row in rows],
         })
-    return [charts.lines(metric, lines, metric) for metric, lines in by_metric.items()]
+    return [charts.lines(metric, lines, metric) for metric, lines in by_metric.items()
+            if any(line["x"] for line in lines)]
 
 
 def _summary(series, points, names, threshold, benchmark) -> Table:

@@ -10,6 +10,16 @@ from dataclasses import dataclass, field
 from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Result
 from dashboards import charts
+from dashboards.filters import (
+    Filters,
+    busiest_arch,
+    choice,
+    commit_choices,
+    default_branch,
+    pairs,
+    percent,
+    prefer,
+)
 from dashboards.pages.common import (
     change_class,
     compare_url,
@@ -36,6 +46,7 @@ DIRECTION = direction(COUNT_METRIC, INSTRUCTIONS_BENCHMARK).better  # lower is b
 COLUMNS = ["benchmark", "runtime", "autograd", "threads", "base", "head", "change %",
            "head wall us", "status"]
 CHANGE_COLUMN = COLUMNS.index("change %")
+RECENT = 10  # commits searched for the default pair: the largest change among them
 
 
 @dataclass
@@ -97,22 +108,96 @@ def _sorted(rows: list[Row], sort: str, base: str, head: str) -> list[Row]:
     return sorted(known, key=lambda row: (order(row), row.key)) + unknown
 
 
-def build(state: State) -> Page:
-    repos = series_options(("repo",), benchmark=INSTRUCTIONS_BENCHMARK)["repo"]
-    repo = state.choice("repo", repos, default="pytorch/pytorch")
-    branch = state.text("branch", "main")
-    shas = latest_shas(repo, INSTRUCTIONS_BENCHMARK, branch)
-    names = [sha for sha, _ in shas] or [""]
-    head = state.choice("head", names)
-    base = state.choice("base", names, default=names[1] if len(names) > 1 else head)
-    archs = summary_choices("arch", repo=repo, benchmark=INSTRUCTIONS_BENCHMARK, run__head_sha=head)
-    arch = state.choice("arch", archs or [""])
-    default = DetectionSettings.load().tolerance(COUNT_METRIC, INSTRUCTIONS_BENCHMARK)
-    threshold = state.number("threshold", 100 * default, 0, 100) / 100
-    sort = state.choice("sort", SORTS, default="change")
+def largest_change(repo: str, arch: str,
+                   shas: list[str]) -> tuple[str, str, float, str] | None:
+    """(base, head, change, benchmark key) of the consecutive commits among `shas` (newest
+    first) where one benchmark's count changed most; None when no count changed."""
+    rows = rows_of(repo, arch, set(shas))
+    best = None
+    for head, base in zip(shas, shas[1:], strict=False):
+        for row in rows:
+            change = row.change(base, head)
+            if change and (best is None or abs(change) > abs(best[2])):
+                best = (base, head, change, row.key)
+    return best
 
-    rows = _sorted(rows_of(repo, arch, {base, head}), sort, base, head)
-    selected = state.choice("benchmark", [row.key for row in rows] or [""])
+
+class InstructionFilters(Filters):
+    """Repo -> branch -> device -> head and base (default: the largest change among the
+    recent commits) -> the benchmark charted (default: the one that changed most)."""
+
+    repo = choice("Repo")
+    branch = choice("Branch")
+    arch = choice("Device")
+    head = choice("Head")
+    base = choice("Base")
+    threshold = percent("Threshold %", 1, 0.1)
+    sort = choice("Sort by", choices=list(SORTS.items()), initial="change")
+    benchmark = choice("Chart of")
+    parents = {"branch": ("repo",), "arch": ("repo", "branch"),
+               "head": ("repo", "branch", "arch"), "base": ("repo", "branch", "arch"),
+               "benchmark": ("base", "head")}
+
+    def options_repo(self, values):
+        return pairs(series_options(("repo",), benchmark=INSTRUCTIONS_BENCHMARK)["repo"])
+
+    def default_repo(self, values, choices):
+        return prefer(choices, "pytorch/pytorch")
+
+    def options_branch(self, values):
+        return pairs(summary_choices("branch", repo=values["repo"],
+                                     benchmark=INSTRUCTIONS_BENCHMARK))
+
+    def default_branch(self, values, choices):
+        return default_branch(values["repo"], choices)
+
+    def options_arch(self, values):
+        return pairs(summary_choices("arch", repo=values["repo"], branch=values["branch"],
+                                     benchmark=INSTRUCTIONS_BENCHMARK))
+
+    def default_arch(self, values, choices):
+        return busiest_arch(values["repo"], INSTRUCTIONS_BENCHMARK, choices)
+
+    def options_head(self, values):
+        self.shas = latest_shas(values["repo"], INSTRUCTIONS_BENCHMARK, values["branch"],
+                                arch=values["arch"])
+        self.largest = largest_change(values["repo"], values["arch"],
+                                      [sha for sha, _ in self.shas[:RECENT]])
+        return commit_choices(self.shas, "%Y-%m-%d %H:%M")
+
+    def default_head(self, values, choices):
+        return self.largest[1] if self.largest else prefer(choices, "")
+
+    def options_base(self, values):
+        return commit_choices(self.shas, "%Y-%m-%d %H:%M")
+
+    def default_base(self, values, choices):
+        """The largest change's base with its head, else the commit before the head."""
+        if self.largest and self.largest[1] == values["head"]:
+            return self.largest[0]
+        older = choices[choices.index(values["head"]) + 1:] if values["head"] in choices else []
+        return older[0] if older else values["head"]
+
+    def default_threshold(self, values, choices):
+        return 100 * DetectionSettings.load().tolerance(COUNT_METRIC, INSTRUCTIONS_BENCHMARK)
+
+    def options_benchmark(self, values):
+        base, head = values["base"], values["head"]
+        self.rows = _sorted(rows_of(values["repo"], values["arch"], {base, head}),
+                            values["sort"], base, head)
+        return pairs([row.key for row in self.rows])
+
+    def default_benchmark(self, values, choices):
+        """The benchmark whose count changed most."""
+        ranked = _sorted(self.rows, "change", values["base"], values["head"])
+        return ranked[0].key if ranked else ""
+
+
+def build(state: State) -> Page:
+    form = InstructionFilters(state)
+    chosen = form.values
+    repo, branch, base, head = (chosen[name] for name in ("repo", "branch", "base", "head"))
+    threshold, selected, rows = chosen["threshold"] / 100, chosen["benchmark"], form.rows
     table = Table("benchmarks", COLUMNS, [])
     classes: Counter[str] = Counter()
     for row in rows:
@@ -127,17 +212,16 @@ def build(state: State) -> Page:
         table.classes.append({CHANGE_COLUMN: css})
     changes = {"more": classes["worse"], "fewer": classes["better"],
                "missing": classes["missing"]}
-    chosen = next((row for row in rows if row.key == selected), None)
-    when = dict(shas)
-    figures = [_trend(chosen, branch, when, base, head)] if chosen and chosen.series_id else []
+    charted = next((row for row in rows if row.key == selected), None)
+    when = dict(form.shas)
+    figures = ([_trend(charted, branch, when, base, head)]
+               if charted and charted.series_id else [])
     return Page(
         title="Instruction counts",
-        filters={"repo": repo, "branch": branch, "arch": arch, "base": base, "head": head,
-                 "threshold": threshold * 100, "sort": sort, "benchmark": selected,
-                 "changes": changes},
+        filters={**state.values, "threshold": threshold * 100, "changes": changes},
         tables=[table], figures=figures,
-        context={"repos": repos, "shas": shas, "archs": archs, "sorts": SORTS,
-                 "changes": changes, "rows": len(rows),
+        context={"form": form, "changes": changes, "rows": len(rows),
+                 "largest": _largest_text(form.largest),
                  "compare_url": compare_url(repo, base, head,
                                             benchmark=INSTRUCTIONS_BENCHMARK)},
     )
@@ -159,6 +243,14 @@ def _trend(row: Row, branch: str, when: dict, base: str, head: str) -> dict:
              for sha in dict.fromkeys((base, head)) if sha in when]
     return charts.lines(f"{row.key}: instructions per call", [series], "instructions per call",
                         shapes=marks)
+
+
+def _largest_text(largest: tuple[str, str, float, str] | None) -> str:
+    if not largest:
+        return ""
+    base, head, change, key = largest
+    return (f"The largest change among the last {RECENT} commits: {key}, "
+            f"{100 * change:+.2f}% from {base[:10]} to {head[:10]}.")
 
 
 def _whole(count: float | None) -> int | None:

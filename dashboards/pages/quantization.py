@@ -10,6 +10,16 @@ from django.urls import reverse
 
 from benchsite.results.models import Result
 from dashboards import charts
+from dashboards.filters import (
+    Filters,
+    busiest_arch,
+    choice,
+    commit_choices,
+    default_branch,
+    pairs,
+    percent,
+    prefer,
+)
 from dashboards.pages.common import (
     Interval,
     change_class,
@@ -93,20 +103,69 @@ def _shape_key(shape: str) -> tuple:
     return tuple(int(p) if p.isdigit() else math.inf for p in parts), shape
 
 
+class QuantFilters(Filters):
+    """Repo -> branch -> device -> commit -> compile mode; the base commit among the
+    device's commits."""
+
+    repo = choice("Repo")
+    branch = choice("Branch")
+    arch = choice("Device")
+    sha = choice("Commit")
+    compile_mode = choice("Compile mode")
+    base = choice("Compare with (base)")
+    threshold = percent("Threshold %", 5, 0.5)
+    common = choice("Geomeans over", initial="1", choices=[
+        ("1", "shapes in both commits"), ("0", "each commit's shapes")])
+    parents = {"branch": ("repo",), "arch": ("repo", "branch"),
+               "sha": ("repo", "branch", "arch"), "compile_mode": ("sha", "arch"),
+               "base": ("repo", "branch", "arch")}
+
+    def options_repo(self, values):
+        return pairs(series_options(("repo",), benchmark=QUANT_BENCHMARK)["repo"])
+
+    def default_repo(self, values, choices):
+        return prefer(choices, "pytorch/ao")
+
+    def options_branch(self, values):
+        return pairs(summary_choices("branch", repo=values["repo"], benchmark=QUANT_BENCHMARK))
+
+    def default_branch(self, values, choices):
+        return default_branch(values["repo"], choices)
+
+    def options_arch(self, values):
+        return pairs(summary_choices("arch", repo=values["repo"], branch=values["branch"],
+                                      benchmark=QUANT_BENCHMARK))
+
+    def default_arch(self, values, choices):
+        return busiest_arch(values["repo"], QUANT_BENCHMARK, choices)
+
+    def options_sha(self, values):
+        self.shas = latest_shas(values["repo"], QUANT_BENCHMARK, values["branch"],
+                                arch=values["arch"])
+        return commit_choices(self.shas)
+
+    def options_compile_mode(self, values):
+        return pairs(summary_choices("compile_mode", repo=values["repo"],
+                                      benchmark=QUANT_BENCHMARK, run__head_sha=values["sha"],
+                                      arch=values["arch"]))
+
+    def default_compile_mode(self, values, choices):
+        return prefer(choices, "max-autotune")
+
+    def options_base(self, values):
+        return [("", "—"), *commit_choices(self.shas)]
+
+    def default_base(self, values, choices):
+        return ""
+
+
 def build(state: State) -> Page:
-    repos = series_options(("repo",), benchmark=QUANT_BENCHMARK)["repo"]
-    repo = state.choice("repo", repos, default="pytorch/ao")
-    branch = state.text("branch", "main")
-    shas = latest_shas(repo, QUANT_BENCHMARK, branch)
-    sha = state.choice("sha", [s for s, _ in shas] or [""], default=shas[0][0] if shas else "")
-    archs = summary_choices("arch", repo=repo, benchmark=QUANT_BENCHMARK, run__head_sha=sha)
-    arch = state.choice("arch", archs or [""])
-    modes = summary_choices("compile_mode", repo=repo, benchmark=QUANT_BENCHMARK,
-                            run__head_sha=sha, arch=arch)
-    compile_mode = state.choice("compile_mode", modes or [""], default="max-autotune")
-    base = state.choice("base", ["", *(s for s, _ in shas)], default="")
-    threshold = state.number("threshold", 5, 0, 100) / 100
-    common_only = state.flag("common", True)
+    form = QuantFilters(state)
+    chosen = form.values
+    repo, branch, sha, arch = chosen["repo"], chosen["branch"], chosen["sha"], chosen["arch"]
+    compile_mode, base = chosen["compile_mode"], chosen["base"]
+    threshold = chosen["threshold"] / 100
+    common_only = chosen["common"] == "1"
 
     new = cells_of(repo, sha, arch, compile_mode)
     old = cells_of(repo, base, arch, compile_mode) if base else {}
@@ -125,8 +184,7 @@ def build(state: State) -> Page:
         tables=[_geomeans(recipes, new, old, base, threshold, common_only),
                 _cells_table(state, recipes, shapes, new, old, base, threshold)],
         figures=figures,
-        context={"state": state, "shas": shas, "archs": archs, "modes": modes,
-                 "repos": repos, "missing": not new, "sanity": sanity_lines(new, shapes),
+        context={"form": form, "missing": not new, "sanity": sanity_lines(new, shapes),
                  "compare_url": compare_url(repo, base, sha, benchmark=QUANT_BENCHMARK)},
     )
     return page

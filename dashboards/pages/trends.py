@@ -10,80 +10,153 @@ from django.db.models.functions import Trunc
 
 from benchsite.results.models import RunSummary
 from dashboards import charts
-from dashboards.pages.common import page_url, repos_and_benchmarks, series_options
+from dashboards.filters import (
+    ALL,
+    TimeRange,
+    busiest,
+    busiest_arch,
+    choice,
+    column_name,
+    default_branch,
+    headline_metric,
+    pairs,
+    prefer,
+)
+from dashboards.pages.common import page_url, repos_and_benchmarks, series_options, summary_choices
 from dashboards.render import Page, Table
 from dashboards.state import GRANULARITIES, State
 
 GROUPS = ("dtype", "backend", "suite", "arch", "compile_mode", "mode")
-FILTERS = ("arch", "mode", "dtype", "backend", "suite", "compile_mode")
+FACETS = ("mode", "dtype", "backend", "suite", "compile_mode")
 ACCURACY = "accuracy"
 
 
-def _default_metric(metrics: list[str]) -> str:
-    return next((m for m in metrics if "speedup" in m.lower()), metrics[0] if metrics else "")
+class TrendFilters(TimeRange):
+    """Repo -> benchmark -> branch -> metric, device, lines and facets. A line never
+    averages devices: one device (default the busiest), or a line per device."""
+
+    repo = choice("Repo")
+    benchmark = choice("Benchmark")
+    branch = choice("Branch")
+    metric = choice("Metric")
+    arch = choice("Device")
+    group = choice("Lines per")
+    granularity = choice("Granularity", choices=pairs(list(GRANULARITIES)), initial="day")
+    mode = choice("mode")
+    dtype = choice("dtype")
+    backend = choice("backend")
+    suite = choice("suite")
+    compile_mode = choice("compile mode")
+    field_order = ["repo", "benchmark", "branch", "metric", "arch", "group", "granularity",
+                   "range", "start", "end", *FACETS]
+    parents = {"benchmark": ("repo",), "branch": ("repo", "benchmark"),
+               "metric": ("repo", "benchmark"), "arch": ("repo", "benchmark", "branch"),
+               **{facet: ("repo", "benchmark") for facet in FACETS}}
+    facets = FACETS
+
+    def options_repo(self, values):
+        return pairs(repos_and_benchmarks()[0])
+
+    def default_repo(self, values, choices):
+        return prefer(choices, "pytorch/ao")
+
+    def options_benchmark(self, values):
+        return pairs(repos_and_benchmarks(values["repo"])[1])
+
+    def default_benchmark(self, values, choices):
+        return busiest("benchmark", choices, repo=values["repo"])
+
+    def options_branch(self, values):
+        return pairs(summary_choices("branch", repo=values["repo"],
+                                     benchmark=values["benchmark"]))
+
+    def default_branch(self, values, choices):
+        return default_branch(values["repo"], choices)
+
+    def options_metric(self, values):
+        self.options = series_options(("metric", *FACETS), repo=values["repo"],
+                                      benchmark=values["benchmark"])
+        return pairs([m for m in self.options["metric"] if m != ACCURACY])
+
+    def facet_options(self, name, values):
+        self.fields[name].label = column_name(values["benchmark"], name)
+        return [("", "all"), *pairs(self.options[name])]
+
+    def default_metric(self, values, choices):
+        return headline_metric(values["benchmark"], choices)
+
+    def options_arch(self, values):
+        archs = summary_choices("arch", repo=values["repo"], benchmark=values["benchmark"],
+                                branch=values["branch"])
+        return [(ALL, "all devices, a line each"), *pairs(archs)]
+
+    def default_arch(self, values, choices):
+        return busiest_arch(values["repo"], values["benchmark"], choices[1:])
+
+    def options_group(self, values):
+        return [(group, column_name(values["benchmark"], group)) for group in GROUPS]
+
+    def default_group(self, values, choices):
+        backends = [backend for backend in self.options["backend"] if backend]
+        return "backend" if len(backends) > 1 else "dtype"
 
 
 def build(state: State) -> Page:
-    repos, _ = repos_and_benchmarks()
-    repo = state.choice("repo", repos, default="pytorch/ao")
-    benchmarks = repos_and_benchmarks(repo)[1]
-    benchmark = state.choice("benchmark", benchmarks)
-    scope = {"repo": repo, "benchmark": benchmark}
-    options = series_options(("metric", *FILTERS), **scope)
-    metrics = [m for m in options.pop("metric") if m != ACCURACY]
-    metric = state.choice("metric", metrics, default=_default_metric(metrics))
-    group = state.choice(
-        "group", GROUPS,
-        default="backend" if len([b for b in options["backend"] if b]) > 1 else "dtype")
-    branch = state.text("branch", "main")
-    granularity = state.choice("granularity", GRANULARITIES, default="day")
-    start, end = state.time_range()
-    chosen = {name: state.choice(name, ["", *options[name]], default="") for name in FILTERS}
+    form = TrendFilters(state)
+    chosen = form.values
+    repo, benchmark, metric, group = (chosen[name] for name in
+                                      ("repo", "benchmark", "metric", "group"))
+    start, end = form.window()
+    facets = {name: chosen[name] for name in FACETS if chosen[name]}
+    arch = chosen["arch"] if chosen["arch"] != ALL else ""
+    # one device, or a line per device: never a geomean over several
+    keys = (group,) if group == "arch" or arch else (group, "arch")
 
     summaries = RunSummary.objects.filter(
-        **scope, branch=branch, timestamp__gte=start, timestamp__lt=end,
-        **{name: value for name, value in chosen.items() if value},
-    )
-    points = _aggregate(summaries.filter(metric=metric), group, granularity,
+        repo=repo, benchmark=benchmark, branch=chosen["branch"], timestamp__gte=start,
+        timestamp__lt=end, **facets, **({"arch": arch} if arch else {}))
+    points = _aggregate(summaries.filter(metric=metric), keys, chosen["granularity"],
                         log_sum=Sum("log_sum"), log_count=Sum("log_count"))
-    passes = _aggregate(summaries.filter(metric=ACCURACY), group, granularity,
+    passes = _aggregate(summaries.filter(metric=ACCURACY), keys, chosen["granularity"],
                         passed=Sum("pass_count"), total=Sum("string_count"))
     buckets = sorted({row["bucket"] for row in points} | {row["bucket"] for row in passes})
 
-    figures = [_chart(f"Geomean {metric} by {group}", points, group, buckets, metric,
+    lines = " / ".join(column_name(benchmark, key) for key in keys)
+    on = f" on {arch}" if arch else ""
+    figures = [_chart(f"Geomean {metric} by {lines}{on}", points, buckets, metric,
                       lambda row: math.exp(row["log_sum"] / row["log_count"])
                       if row["log_count"] else None, "log_count")]
-    tables = [_latest(state, points, group, metric, benchmark, repo)]
+    tables = [_latest(state, points, lines, group, metric, benchmark, repo)]
     if passes:
-        figures.append(_chart(f"Passrate by {group}", passes, group, buckets, "passrate (%)",
+        figures.append(_chart(f"Passrate by {lines}{on}", passes, buckets, "passrate (%)",
                               lambda row: 100 * row["passed"] / row["total"]
                               if row["total"] else None, "total"))
-    tables.append(_points_table(points, passes, group))
+    tables.append(_points_table(points, passes, lines))
     return Page(
         title="Trends",
-        filters={"repo": repo, "benchmark": benchmark, "metric": metric, "group": group,
-                 "branch": branch, "granularity": granularity, "start": start.isoformat(),
-                 "end": end.isoformat(), **chosen},
-        tables=tables, figures=figures,
-        context={"options": options, "metrics": metrics, "groups": GROUPS,
-                 "granularities": GRANULARITIES, "chosen": chosen,
-                 "repos": repos, "benchmarks": benchmarks},
+        filters={**state.values, "start": start.isoformat(), "end": end.isoformat()},
+        tables=tables, figures=figures if points or passes else [],
+        context={"form": form, "empty": not points and not passes},
     )
 
 
-def _aggregate(summaries, group: str, granularity: str, **totals) -> list[dict]:
-    return list(
+def _aggregate(summaries, keys: tuple[str, ...], granularity: str, **totals) -> list[dict]:
+    """Per time bucket and line: the totals, with the line's name (its key values)."""
+    rows = list(
         summaries.annotate(bucket=Trunc("timestamp", granularity, tzinfo=UTC))
-        .values("bucket", group)
+        .values("bucket", *keys)
         .annotate(runs=Count("run", distinct=True), **totals)
-        .order_by("bucket", group)
+        .order_by("bucket", *keys)
     )
+    for row in rows:
+        row["line"] = " · ".join(row[key] or "(none)" for key in keys)
+    return rows
 
 
-def _chart(title, rows, group, buckets, y_title, value_of, count_field) -> dict:
+def _chart(title, rows, buckets, y_title, value_of, count_field) -> dict:
     by_group: dict[str, dict] = {}
     for row in rows:
-        by_group.setdefault(row[group] or "(none)", {})[row["bucket"]] = row
+        by_group.setdefault(row["line"], {})[row["bucket"]] = row
     series = []
     for name, found in sorted(by_group.items()):
         cells = [found.get(bucket) for bucket in buckets]
@@ -97,36 +170,36 @@ def _chart(title, rows, group, buckets, y_title, value_of, count_field) -> dict:
     return charts.lines(title, series, y_title)
 
 
-def _latest(state, rows, group, metric, benchmark, repo) -> Table:
-    """Per group: the first and the latest geomean of the range, and the change."""
+def _latest(state, rows, lines, group, metric, benchmark, repo) -> Table:
+    """Per line: the first and the latest geomean of the range, and the change."""
     first: dict[str, dict] = {}
     last: dict[str, dict] = {}
     for row in rows:
         if row["log_count"]:
-            first.setdefault(row[group], row)
-            last[row[group]] = row
-    table = Table("summary", [group, "first", "latest", "change %", "latest points",
+            first.setdefault(row["line"], row)
+            last[row["line"]] = row
+    table = Table("summary", [lines, "first", "latest", "change %", "latest points",
                               "latest at"], [])
     for name in sorted(last):
         a, b = first[name], last[name]
         ga, gb = (math.exp(r["log_sum"] / r["log_count"]) for r in (a, b))
         table.rows.append([name, ga, gb, round(100 * (gb / ga - 1), 2), b["log_count"],
                            b["bucket"].isoformat()])
-        table.links.append({0: page_url("dashboards:explorer", repo=repo,
-                                        benchmark=benchmark, metric=metric,
-                                        branch=state.values["branch"], **{group: name},
-                                        range="90d")})
+        table.links.append({0: page_url(
+            "dashboards:explorer", repo=repo, benchmark=benchmark, metric=metric,
+            branch=state.values["branch"], range="90d",
+            **{"arch": b.get("arch") or state.values["arch"], group: b[group]})})
     return table
 
 
-def _points_table(points, passes, group) -> Table:
-    passrates = {(row["bucket"], row[group]): row for row in passes}
-    table = Table("points", ["time", group, "geomean", "points", "runs", "passrate %",
+def _points_table(points, passes, lines) -> Table:
+    passrates = {(row["bucket"], row["line"]): row for row in passes}
+    table = Table("points", ["time", lines, "geomean", "points", "runs", "passrate %",
                              "pass / total"], [])
     for row in points:
-        passed = passrates.get((row["bucket"], row[group]))
+        passed = passrates.get((row["bucket"], row["line"]))
         table.rows.append([
-            row["bucket"].isoformat(), row[group],
+            row["bucket"].isoformat(), row["line"],
             math.exp(row["log_sum"] / row["log_count"]) if row["log_count"] else None,
             row["log_count"], row["runs"],
             round(100 * passed["passed"] / passed["total"], 2) if passed and passed["total"]

@@ -59,7 +59,10 @@ def test_cells_link_to_the_models_of_a_backend_and_suite(client, demo):
                                 "compression ratio"]
     assert len(table["rows"]) == 8 and table["rows"][0][2] == "pass → pass"
     assert page["filters"]["backend"] == "inductor"
-    assert client.get("/compilers/models/?backend=tvm").status_code == 400
+    assert client.get("/compilers/models/?backend=tvm&format=json").json() == {
+        "error": "backend: 'tvm' is not one of 'aot_eager', 'inductor'"}
+    html = client.get("/compilers/models/?backend=tvm").content.decode()
+    assert "Backend reset to aot_eager: &#x27;tvm&#x27; has no results for" in html
 
 
 def _store(sha_value, speedup_of, accuracy_of):
@@ -111,8 +114,12 @@ def test_runner_output_shows_with_hud_colours(client, db):
 def test_empty_database_and_bad_parameters(client, db):
     page = get_json(client, "/compilers/")
     assert all(not table["rows"] for table in page["tables"])
-    assert b"No TorchInductor results for these commits" in client.get("/compilers/").content
-    assert client.get("/compilers/?threshold=-1").status_code == 400
+    assert b'class="empty">No compiler results for these commits' in (
+        client.get("/compilers/").content)
+    assert client.get("/compilers/?threshold=-1&format=json").json() == {
+        "error": "threshold: Ensure this value is greater than or equal to 0."}
+    assert "Threshold % reset to 5: &#x27;-1&#x27; refused: ensure this value is greater" in (
+        client.get("/compilers/?threshold=-1").content.decode())
 
 
 def test_a_speedup_of_zero_fails_a_model_and_leaves_the_geomean():

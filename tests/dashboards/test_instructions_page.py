@@ -23,20 +23,29 @@ def get_json(client, query=""):
     return response.json()
 
 
-def test_defaults_compare_the_latest_commit_with_the_one_before(client, demo,
-                                                               django_assert_max_num_queries):
-    with django_assert_max_num_queries(10):
+def test_defaults_compare_the_largest_recent_change(client, demo,
+                                                    django_assert_max_num_queries):
+    with django_assert_max_num_queries(16):  # as many whatever the rows and commits
         page = get_json(client)
     filters = page["filters"]
+    # the step is on the third-last night, not between the last two
     assert (filters["repo"], filters["head"], filters["base"]) == (
-        "pytorch/pytorch", sha(NIGHTS - 1), sha(NIGHTS - 2))
+        "pytorch/pytorch", sha(NIGHTS - 3), sha(NIGHTS - 4))
     assert filters["arch"] == XEON.arch and filters["threshold"] == 1.0
+    assert filters["benchmark"] == INSTRUCTIONS_STEP and len(page["figures"]) == 1
     [table] = page["tables"]
     assert table["columns"] == ["benchmark", "runtime", "autograd", "threads", "base", "head",
                                 "change %", "head wall us", "status"]
     assert len(table["rows"]) == ROWS
-    assert filters["changes"] == {"more": 0, "fewer": 0, "missing": 3}  # the 3 skipped cells
-    assert all(abs(row[6]) < 0.2 for row in table["rows"] if row[6] is not None)
+    assert filters["changes"] == {"more": 1, "fewer": 0, "missing": 3}  # the 3 skipped cells
+    assert 2.7 < table["rows"][0][6] < 3.3
+    assert all(abs(row[6]) < 0.2 for row in table["rows"][1:] if row[6] is not None)
+    html = client.get("/instructions/").content.decode()
+    assert (f"The largest change among the last 10 commits: {INSTRUCTIONS_STEP}, +"
+            in html)
+    # a head chosen elsewhere is compared with the commit before it
+    later = get_json(client, f"head={sha(NIGHTS - 1)}")["filters"]
+    assert later["base"] == sha(NIGHTS - 2) and later["changes"]["more"] == 0
     skipped = [row for row in table["rows"] if row[-1]]
     assert {(row[0], row[-1]) for row in skipped} == {("empty", "skipped")}
 
@@ -87,10 +96,13 @@ def test_choosing_a_benchmark_csv_and_bad_parameters(client, demo):
                            ("base=abc", "base: 'abc' is not one of")]:
         answer = client.get(f"/instructions/?format=json&{query}")
         assert answer.status_code == 400 and answer.json()["error"].startswith(problem)
+        page = client.get(f"/instructions/?{query}")  # a person gets the page, with a note
+        assert page.status_code == 200 and b'class="note"' in page.content
 
 
 def test_an_empty_database_shows_an_empty_page(client, db):
     response = client.get("/instructions/")
     assert response.status_code == 200
-    assert b"No instruction counts for this repo and branch." in response.content
+    assert b'class="empty">No instruction counts for this repo, branch and device.' in (
+        response.content)
     assert b'href="/instructions/">Instructions</a>' in response.content  # in the nav bar

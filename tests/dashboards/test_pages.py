@@ -69,14 +69,21 @@ def test_quantization_csv_and_a_device_without_float8(client, demo):
     assert {row[0] for row in rows[1:]} == {"baseline", "int8wo", "int8dq", "int4wo-128"}
 
 
-def test_bad_parameters_name_the_parameter(client, demo):
-    response = client.get("/quantization/?arch=TPUv9")
-    assert response.status_code == 400 and b"arch: &#x27;TPUv9&#x27; is not one of" in (
-        response.content)
+def test_bad_parameters_are_reset_with_a_note_and_refused_by_name_in_json(client, demo):
+    response = client.get("/quantization/?arch=TPUv9&threshold=500")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert (f"Device reset to {H100}: &#x27;TPUv9&#x27; has no results for Repo pytorch/ao, "
+            "Branch main.") in html
+    assert "Threshold % reset to 5: &#x27;500&#x27; refused: ensure this value" in html
+    assert client.get("/quantization/?arch=TPUv9&format=json").json()["error"].startswith(
+        "arch: 'TPUv9' is not one of")
     assert client.get("/trends/?granularity=fortnight&format=json").json() == {
         "error": "granularity: 'fortnight' is not one of 'hour', 'day', 'week', 'month'"}
-    assert client.get("/trends/?start=yesterday").status_code == 400
-    assert client.get("/quantization/?threshold=500").status_code == 400
+    assert client.get("/trends/?start=yesterday&format=json").status_code == 400
+    assert client.get("/quantization/?threshold=500&format=csv").status_code == 400
+    trends = client.get("/trends/?start=yesterday&granularity=fortnight")
+    assert trends.status_code == 200 and trends.content.decode().count('class="note"') == 2
 
 
 def test_trends_geomean_per_recipe_and_per_backend_with_passrate(client, demo):
@@ -89,7 +96,7 @@ def test_trends_geomean_per_recipe_and_per_backend_with_passrate(client, demo):
     inductor = get_json(client, "/trends/?repo=pytorch/pytorch&granularity=week")
     assert inductor["filters"]["group"] == "backend"
     assert [f["layout"]["title"]["text"] for f in inductor["figures"]] == [
-        "Geomean speedup by backend", "Passrate by backend"]
+        f"Geomean speedup by backend on {H100}", f"Passrate by backend on {H100}"]
     points = inductor["tables"][1]
     assert points["columns"][-2:] == ["passrate %", "pass / total"]
     # each run: 3 suites x 8 models x 2 modes accuracy results per backend
