@@ -1,6 +1,9 @@
-"""The Celery app. With no CELERY_BROKER_URL, tasks run in-process (the embedded default)."""
+"""The Celery app. With no CELERY_BROKER_URL, tasks run in-process (the tests' eager mode);
+`filesystem://` is the embedded default of scripts/run (a real worker and beat, no service to
+run); Redis is the production broker."""
 
 import os
+from pathlib import Path
 
 from celery import Celery
 
@@ -9,3 +12,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchsite.settings")
 app = Celery("benchsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+def filesystem_broker(folder: Path) -> dict[str, object]:
+    """kombu's filesystem transport options for a broker kept in `folder` (created): one file
+    per message, taken by exactly one worker (a file move), and the exchanges' queue tables."""
+    queue, control = folder / "queue", folder / "control"
+    for path in (queue, control):
+        path.mkdir(parents=True, exist_ok=True)
+    return {"data_folder_in": str(queue), "data_folder_out": str(queue),
+            "control_folder": str(control), "store_processed": False}

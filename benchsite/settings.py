@@ -11,6 +11,7 @@ import dj_database_url
 import plotly
 from django.core.exceptions import ImproperlyConfigured
 
+from benchsite.celery import filesystem_broker
 from benchsite.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -92,6 +93,12 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The web server, the embedded worker and beat share the file: WAL lets pages read while
+    # a cell's results are written, and a transaction takes the write lock when it begins
+    # (waiting up to 30 s) instead of failing "database is locked" when it first writes.
+    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE",
+                                       "init_command": "PRAGMA journal_mode=WAL;"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Access: with BENCH_LOGIN_REQUIRED, pages need a login with the viewers role (see README:
@@ -215,6 +222,14 @@ BENCH_QUEUE_HARDWARE = json.loads(env_str("BENCH_QUEUE_HARDWARE") or "null") or 
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", BENCH_CELL_TIME_LIMIT + 300)
 }
+# The embedded default (scripts/run): CELERY_BROKER_URL=filesystem://, kombu's filesystem
+# transport in CELERY_BROKER_FOLDER, by default one folder per database under var/broker/, so
+# two databases' workers never take each other's cells. No redelivery: a cell whose worker
+# died is queued again by the sweeper (its heartbeat stops).
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(filesystem_broker(Path(env_str(
+        "CELERY_BROKER_FOLDER",
+        str(VAR_DIR / "broker" / Path(str(DATABASES["default"]["NAME"])).name)))))
 CELERY_TIMEZONE = TIME_ZONE
 # The API's rate-limit counters: shared by every web process in the broker's Redis.
 CACHES = {

@@ -88,12 +88,15 @@ def stop_worker(worker: subprocess.Popen) -> None:
 
 
 @contextmanager
-def sending_to(broker: str):
+def sending_to(broker: str, **transport_options):
     """Point the test process's Celery app at the broker (tasks are no longer eager)."""
     from benchsite.celery import app
 
-    saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
-    _reconnect(app, task_always_eager=False, broker_url=broker)
+    saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url",
+                                            "broker_transport_options")}
+    _reconnect(app, task_always_eager=False, broker_url=broker,
+               broker_transport_options={**saved["broker_transport_options"],
+                                         **transport_options})
     try:
         yield app
     finally:
@@ -107,6 +110,21 @@ def celery_worker(transactional_db):
     worker = start_worker(BROKER)
     try:
         with sending_to(BROKER):
+            yield worker
+    finally:
+        stop_worker(worker)
+
+
+@pytest.fixture
+def filesystem_worker(transactional_db, tmp_path):
+    """The embedded default of scripts/run: a worker on kombu's filesystem broker (a folder,
+    no service), queues cpu and control; tasks sent by the test go to it."""
+    from benchsite.celery import filesystem_broker
+
+    folder = tmp_path / "broker"
+    worker = start_worker("filesystem://", name="fs", CELERY_BROKER_FOLDER=folder)
+    try:
+        with sending_to("filesystem://", **filesystem_broker(folder)):
             yield worker
     finally:
         stop_worker(worker)
