@@ -2,8 +2,7 @@
 as a browser would submit the filter form, answers 200 with a chart that has points, a table
 with rows, or an explicit empty state (`class="empty"`): filter state never dead-ends.
 
-The demo is a short one (8 nights) plus what `scripts/run` adds on a new machine: a CPU
-smoke job on `main` newer than every nightly, on a device no nightly has."""
+On the short demo with a CPU smoke job (conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,40 +11,12 @@ import math
 from html.parser import HTMLParser
 from urllib.parse import urlencode
 
-import orjson
 import pytest
-from django.core.management import call_command
 
 from benchsite.results.demo import sha
-from benchsite.results.ingest import store_upload
 from benchsite.results.models import Run
-from tests.results.samples import TORCHAO, record
 
-SMOKE_ARCH = "AMD EPYC 7R13 Processor"
 MAX_OPTIONS = 6  # options tried per dropdown: spread over its list, first and last included
-
-
-def smoke_job() -> None:
-    """What `scripts/run` stores: a few CPU cells of a job on `main`, newest of all."""
-    cells = []
-    for recipe in ("baseline", "int8wo"):
-        cell = record(TORCHAO)
-        cell["benchmark"] = {**cell["benchmark"], "dtype": recipe, "extra_info": {
-            "device": "cpu", "arch": SMOKE_ARCH, "torch_compile_mode": "max-autotune"}}
-        cell["model"] = {**cell["model"], "name": f"{recipe}-1024-1024-1024"}
-        cells.append(cell)
-    store_upload(orjson.dumps(cells), metadata={
-        "repo": "pytorch/ao", "head_branch": "main", "head_sha": "job-1", "workflow_id": 0,
-        "run_attempt": 1, "job_id": 1, "name": "cpu_small"}, announce=False)
-
-
-@pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        call_command("load_demo", "--nights", "8")
-        smoke_job()
-        yield
-        call_command("flush", "--no-input")
 
 
 class FilterForm(HTMLParser):
@@ -169,7 +140,7 @@ def shows_something(html: str) -> bool:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("number", range(len(PAGES)), ids=PAGES)
-def test_every_dropdown_change_answers_a_page(client, demo, number):
+def test_every_dropdown_change_answers_a_page(client, short_demo, number):
     url = default_urls()[number]
     response = client.get(url)
     assert response.status_code == 200, (url, response.content[:300])
