@@ -13,6 +13,8 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
 from benchsite import csvfile
+from dashboards.paging import Paging, paged
+from dashboards.state import State
 
 HTML_ROWS = 1000
 
@@ -35,9 +37,18 @@ class Table:
     rows: list[list[Any]]  # cells: numbers, text, or None for missing
     links: list[dict[int, str]] = field(default_factory=list)  # per row: column -> URL
     classes: list[dict[int, str]] = field(default_factory=list)  # per row: column -> CSS class
+    paging: Paging | None = None  # when `rows` is one page of a longer table
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "columns": self.columns, "rows": self.rows}
+        shown = {"name": self.name, "columns": self.columns, "rows": self.rows}
+        return shown | ({"paging": self.paging.as_filters()} if self.paging else {})
+
+    def paged(self, state: State) -> None:
+        """Keep the rows of the page `?page=` asks for (every row for a CSV)."""
+        positions, self.paging = paged(state, range(len(self.rows)))
+        self.rows = [self.rows[i] for i in positions]
+        self.links = [self.links[i] for i in positions if i < len(self.links)]
+        self.classes = [self.classes[i] for i in positions if i < len(self.classes)]
 
     def html_body(self) -> str:
         """The table's rows as escaped HTML, at most HTML_ROWS (the CSV has them all).
@@ -63,7 +74,22 @@ class Table:
             lines.append(format_html(
                 '<tr><td colspan="{}" class="missing">{} more rows: download the CSV.</td></tr>',
                 len(self.columns), len(self.rows) - HTML_ROWS))
+        if self.paging and self.paging.urls:
+            lines.append(self._paging_row())
         return mark_safe("\n".join(lines))  # noqa: S308 - every value escaped above
+
+
+    def _paging_row(self) -> str:
+        paging = self.paging
+        where = f"Rows {paging.first}–{paging.last} of {paging.count}"
+        if paging.number:
+            where += f" (page {paging.number} of {paging.pages})"
+        labels = {"previous": "previous", "next": "next", "all": "show all",
+                  "paged": "show a page at a time"}
+        links = [format_html('<a href="{}" rel="{}">{}</a>', paging.urls[name], name, label)
+                 for name, label in labels.items() if name in paging.urls]
+        return format_html('<tr class="paging"><td colspan="{}">{} · {}</td></tr>',
+                           len(self.columns), where, mark_safe(" · ".join(links)))  # noqa: S308 - built by format_html
 
 
 @dataclass

@@ -289,10 +289,11 @@ def _pair_ratios(device: Device, night: int, cell: str, rng: random.Random) -> l
     return [1 + rng.gauss(0, spread) for _ in range(count)]
 
 
-def _paired_speedup(speedup: float, draws: list[float]) -> dict:
+def _paired_speedup(speedup: float, draws: list[float],
+                    name: str = QuantMetric.SPEEDUP) -> dict:
     """The speedup's record: the pair ratios scaled so that their median is `speedup`."""
     middle = statistics.median(draws)
-    return _speedup_metric([speedup * draw / middle for draw in draws])
+    return _speedup_metric([speedup * draw / middle for draw in draws], name)
 
 
 def _baseline_speedup(device: Device, night: int, cell: str, rng: random.Random) -> dict:
@@ -304,13 +305,13 @@ def _baseline_speedup(device: Device, night: int, cell: str, rng: random.Random)
             return metric
 
 
-def _speedup_metric(ratios: list[float]) -> dict:
-    """A paired speedup as runner.quant writes it; an unstable one ran to its budget."""
+def _speedup_metric(ratios: list[float], name: str = QuantMetric.SPEEDUP) -> dict:
+    """A paired speedup as the runner writes it; an unstable one ran to its budget."""
     paired = PairedTiming((), (), tuple(round(ratio, 6) for ratio in ratios),
                           target=PAIRS.ci_target)
     if paired.unstable:
         paired = dataclasses.replace(paired, stopped=STOPPED_BUDGET)
-    return speedup_metric(QuantMetric.SPEEDUP, paired)
+    return speedup_metric(name, paired)
 
 
 def _quant_change(device: Device, recipe: str, night: int, m: int) -> float:
@@ -387,6 +388,9 @@ def _llm_records(scale: Scale, device: Device, night: int, rng: random.Random) -
 
 
 def _kernel_records(scale: Scale, device: Device, night: int, rng: random.Random) -> list:
+    """Each backend's speedup over eager is paired, with its interval, from a random stream
+    of its own (so the latencies stay as they were)."""
+    pairs_rng = random.Random(f"kernel pairs {night} {device.short}")
     records = []
     for kernel, direction, (m, n) in itertools.product(
             KERNEL_EFFICIENCY["eager"], ("forward", "backward"), KERNEL_SHAPES):
@@ -411,7 +415,10 @@ def _kernel_records(scale: Scale, device: Device, night: int, rng: random.Random
             metrics = [_metric(KernelMetric.LATENCY, latency, "ms"),
                        _metric(KernelMetric.BANDWIDTH, moved / latency / 1e6, "GB/s")]
             if backend != "eager":
-                metrics += [_metric(KernelMetric.SPEEDUP, latencies["eager"] / latency, "x"),
+                cell = f"{kernel} {direction} {m}x{n} {backend}"
+                pairs = _pair_ratios(device, night, cell, pairs_rng)
+                metrics += [_paired_speedup(latencies["eager"] / latency, pairs,
+                                            KernelMetric.SPEEDUP),
                             string_metric(KernelMetric.ACCURACY, "pass")]
             records += [{**common, "metric": metric} for metric in metrics]
     return records

@@ -1,4 +1,6 @@
-"""Commit comparison page (`/compare/BASE...HEAD?repo=R`): what changed between two commits."""
+"""Commit comparison page (`/compare/BASE...HEAD?repo=R`): what changed between two commits.
+The series table lists changes first (regressions, improvements, then the rest by state),
+the largest first within a state, a page at a time."""
 
 from __future__ import annotations
 
@@ -18,11 +20,12 @@ from benchsite.results.models import Run
 from dashboards import charts
 from dashboards.pages.common import geomean, page_url, repos_and_benchmarks
 from dashboards.pages.runs import links
-from dashboards.render import HTML_ROWS, Page, Table
+from dashboards.paging import paged
+from dashboards.render import Page, Table
 from dashboards.state import State
 
 CLASSES = {REGRESSION: "worse", IMPROVEMENT: "better", NOISY: "noise"}
-TOP = 30
+TOP = 20
 # Tables and charts of recent comparisons, by (comparison, filters); see `_views`.
 VIEWS = ProcessCache(maxsize=8, ttl=600)  # (each holds its comparison: memory)
 
@@ -41,13 +44,16 @@ def build(state: State, base: str, head: str) -> Page:
                for name in ("benchmark", "metric", "arch")}
     chosen = {name: state.choice(name, ["", *options[name]], default="") for name in options}
     status = state.choice("status", ["", *STATES], default="")
-    tables, figures = _views(comparison, repo, chosen, status)
+    summary, listed, figures = _views(comparison, chosen, status, repo)
+    shown, paging = paged(state, listed)
+    series = _details(shown, repo, links=not state.csv)
+    series.paging = paging
     return Page(
         title=f"Compare {base[:10]}...{head[:10]}",
         filters={"repo": repo, "base": base, "head": head, **chosen, "status": status,
                  "verdict": comparison.verdict, "counts": comparison.counts,
-                 "branches": comparison.branches},
-        tables=tables,
+                 "branches": comparison.branches, **paging.as_filters()},
+        tables=[summary, series],
         figures=figures,
         context={"comparison": comparison, "runs": runs, "options": options,
                  "chosen": chosen, "statuses": STATES, "status": status, "repos": repos,
@@ -56,24 +62,27 @@ def build(state: State, base: str, head: str) -> Page:
     )
 
 
-def _views(comparison: Comparison, repo: str, chosen: dict[str, str],
-           status: str) -> tuple[list[Table], list[dict]]:
-    """The tables and the chart of a comparison narrowed by the page's filters, kept with
-    the comparison they came from: building them for 18,000 series took most of a
-    request."""
+def _views(comparison: Comparison, chosen: dict[str, str], status: str,
+           repo: str) -> tuple[Table, list, list[dict]]:
+    """The summary table, the listed rows (changes first) and the chart of a comparison
+    narrowed by the page's filters, kept with the comparison they came from: building them
+    for 18,000 series took most of a request."""
     key = (id(comparison), tuple(sorted(chosen.items())), status)
     found = VIEWS.get(key)
     if found is not None and found[0] is comparison:
-        return found[1], found[2]
-    base, head = comparison.base_sha, comparison.head_sha
+        return found[1:]
     rows = [row for row in comparison.rows
             if all(not value or getattr(row, name) == value for name, value in chosen.items())]
-    tables = [_groups(rows, repo, base, head),
-              _details(rows if not status else [r for r in rows if r.state == status],
-                       repo, base, head)]
+    listed = sorted((r for r in rows if not status or r.state == status), key=_changes_first)
+    summary = _groups(rows, repo, comparison.base_sha, comparison.head_sha)
     figures = [_top_changes(rows)] if any(r.change is not None for r in rows) else []
-    VIEWS.put(key, (comparison, tables, figures))
-    return tables, figures
+    VIEWS.put(key, (comparison, summary, listed, figures))
+    return summary, listed, figures
+
+
+def _changes_first(row) -> tuple[int, float]:
+    """Regressions, improvements, other changes, noisy ... unchanged; the largest first."""
+    return STATES.index(row.state), -abs(row.change or 0.0)
 
 
 def _groups(rows, repo, base, head) -> Table:
@@ -101,23 +110,25 @@ def _groups(rows, repo, base, head) -> Table:
     return table
 
 
-def _details(rows, repo, base, head) -> Table:
+def _details(rows, repo: str, links: bool) -> Table:
+    """The rows shown, linked to their series in the explorer (not for a CSV: 18,000 links
+    cost more than the rest of it)."""
     explorer = reverse("dashboards:explorer")
-    table = Table("series", ["benchmark", "model", "backend", "mode", "dtype", "device",
-                             "metric", "base", "head", "change %", "noise %", "state",
-                             "why"], [])
-    for number, row in enumerate(rows):
-        table.rows.append([row.benchmark, row.model, row.backend, row.mode, row.dtype,
-                           row.arch or row.device, row.metric, row.base, row.head,
+    table = Table("series", ["model", "device", "metric", "change %", "noise %", "state",
+                             "base", "head", "benchmark", "backend", "mode", "dtype", "why"],
+                  [])
+    for row in rows:
+        table.rows.append([row.model, row.arch or row.device, row.metric,
                            None if row.change is None else round(100 * row.change, 2),
                            None if row.noise is None else round(100 * row.noise, 2),
-                           row.state.replace("_", " "), row.rule])
-        if number < HTML_ROWS:  # links and colours only for the rows the page shows
-            table.links.append({1: page_url(explorer, repo=repo,
+                           row.state.replace("_", " "), row.base, row.head, row.benchmark,
+                           row.backend, row.mode, row.dtype, row.rule])
+        if links:
+            table.links.append({0: page_url(explorer, repo=repo,
                                             benchmark=row.benchmark, model=row.model,
                                             metric=row.metric, arch=row.arch, range="90d")})
-            table.classes.append({9: CLASSES.get(row.state, ""),
-                                  11: CLASSES.get(row.state, "")})
+            table.classes.append({3: CLASSES.get(row.state, ""),
+                                  5: CLASSES.get(row.state, "")})
     return table
 
 

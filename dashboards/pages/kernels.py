@@ -1,14 +1,28 @@
 """Fused kernels page: memory bandwidth against shape per backend (a chart per kernel and
-direction) and each backend's geomean speedup over eager, for one commit and device."""
+direction, in a grid, with the device's peak bandwidth where it is known) and each
+backend's geomean speedup over eager with its 95% interval, for one commit and device. A
+speedup is coloured faster or slower only when its interval excludes 1.00."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.db.models import Case, JSONField, When
+
 from benchsite.results.models import Result
 from dashboards import charts
-from dashboards.pages.common import geomean, latest_shas, series_options, summary_choices
+from dashboards.pages.common import (
+    Interval,
+    geomean,
+    geomean_interval,
+    interval_of,
+    latest_shas,
+    measured_text,
+    series_options,
+    summary_choices,
+)
+from dashboards.peaks import Peak, peak_bandwidth
 from dashboards.render import Page, Table
 from dashboards.state import State
 from runner.contract.names import KERNEL_DIRECTIONS, KERNELS_BENCHMARK, KernelMetric
@@ -17,6 +31,7 @@ from runner.contract.status import OK, STATUS_METRIC
 METRICS = (*KernelMetric, STATUS_METRIC)
 ALL = "all"
 Key = tuple[str, str, tuple[int, int], str]  # kernel, direction, (M, N), backend label
+CHART_HEIGHT = 330  # px: the charts sit in a grid, several to a row
 
 
 @dataclass
@@ -24,8 +39,13 @@ class KernelCell:
     """One kernel, direction, shape and backend at one commit."""
 
     values: dict[str, float | None] = field(default_factory=dict)
+    interval: Interval | None = None  # the speedup's, where the runner paired the timings
     accuracy: str = ""
     status: str = ""  # "skipped" / "failed" from status records
+
+    @property
+    def speedup(self) -> float | None:
+        return self.values.get(KernelMetric.SPEEDUP)
 
 
 def backend_label(backend: str, compile_mode: str) -> str:
@@ -41,14 +61,17 @@ def _shape(extra_info: dict) -> tuple[int, int] | None:
 
 
 def cells_of(repo: str, sha: str, arch: str, dtype: str) -> dict[Key, KernelCell]:
-    """Every cell of one commit, with one query; a later run of a series wins."""
+    """Every cell of one commit, with one query (extra_info, for the speedup's interval, of
+    the speedup rows only); a later run of a series wins."""
+    speedup_info = Case(When(series__metric=KernelMetric.SPEEDUP, then="extra_info"),
+                        output_field=JSONField())
     rows = Result.objects.of_commit(repo, sha).in_slice(
         benchmark=KERNELS_BENCHMARK, arch=arch, dtype=dtype, metric=METRICS,
     ).order_by("timestamp", "id").values_list(
         "series__model", "series__mode", "series__backend", "series__compile_mode",
-        "series__extra_info", "series__metric", "value", "string_values")
+        "series__extra_info", "series__metric", "value", "string_values", speedup_info)
     cells: dict[Key, KernelCell] = {}
-    for kernel, direction, backend, mode, extra, metric, value, strings in rows:
+    for kernel, direction, backend, mode, extra, metric, value, strings, info in rows:
         shape = _shape(extra)
         if shape is None:
             continue  # not the runner's records: no (M, N) to place them
@@ -61,6 +84,8 @@ def cells_of(repo: str, sha: str, arch: str, dtype: str) -> dict[Key, KernelCell
             cell.status = first
         else:
             cell.values[metric] = value
+            if metric == KernelMetric.SPEEDUP:
+                cell.interval = interval_of(info)
     return cells
 
 
@@ -77,13 +102,17 @@ def build(state: State) -> Page:
     dtype = state.choice("dtype", dtypes or [""], default="bfloat16")
 
     cells = cells_of(repo, sha, arch, dtype)
+    peak = peak_bandwidth(arch)
+    table = _cells_table(cells, peak)
+    table.paged(state)
     return Page(
         title="Fused kernels",
-        filters={"repo": repo, "branch": branch, "sha": sha, "arch": arch, "dtype": dtype},
-        tables=[_geomeans(cells), _cells_table(cells)],
-        figures=_bandwidth_charts(cells, arch),
+        filters={"repo": repo, "branch": branch, "sha": sha, "arch": arch, "dtype": dtype,
+                 "peak_gbs": peak.gbs if peak else None, **table.paging.as_filters()},
+        tables=[_geomeans(cells), table],
+        figures=_bandwidth_charts(cells, peak),
         context={"state": state, "repos": repos, "shas": shas, "archs": archs,
-                 "dtypes": dtypes, "missing": not cells},
+                 "dtypes": dtypes, "missing": not cells, "peak": peak},
     )
 
 
@@ -94,7 +123,7 @@ def _order(cells: dict[Key, KernelCell]) -> tuple[list[str], list[tuple[int, int
     return kernels, shapes, backends
 
 
-def _bandwidth_charts(cells: dict[Key, KernelCell], arch: str) -> list[dict]:
+def _bandwidth_charts(cells: dict[Key, KernelCell], peak: Peak | None) -> list[dict]:
     kernels, shapes, backends = _order(cells)
     labels = [f"{m}x{n}" for m, n in shapes]
     figures = []
@@ -109,55 +138,98 @@ def _bandwidth_charts(cells: dict[Key, KernelCell], arch: str) -> list[dict]:
                     "name": backend, "x": labels,
                     "y": [cell.values.get(KernelMetric.BANDWIDTH) if cell else None
                           for cell in found],
-                    "text": [_state(cell) for cell in found],
+                    "text": [_state(cell, peak) for cell in found],
                 })
             if series:
-                figure = charts.lines(f"{kernel} {direction} ({arch})", series,
-                                      "memory bandwidth (GB/s)")
-                figure["layout"]["xaxis"] = {
-                    "type": "category", "categoryorder": "array", "categoryarray": labels,
-                    "title": {"text": "shape (M x N)"}}
-                figures.append(figure)
+                figures.append(_bandwidth_chart(f"{kernel} {direction}", series, labels, peak))
     return figures
 
 
-def _state(cell: KernelCell | None) -> str:
+def _bandwidth_chart(title: str, series: list[dict], labels: list[str],
+                     peak: Peak | None) -> dict:
+    """One kernel and direction, sized for a grid of them, with the peak as a dashed line."""
+    figure = charts.lines(title, series, "GB/s")
+    if peak is not None:
+        figure["data"].append({
+            "type": "scatter", "mode": "lines", "x": labels, "y": [peak.gbs] * len(labels),
+            "name": charts.esc(f"peak {peak.gbs:,.0f} GB/s"),
+            "line": {"dash": "dash", "color": charts.GREY, "width": 1},
+            "hovertemplate": charts.esc(f"{peak.model}: {peak.gbs:,.0f} GB/s")
+            + "<extra></extra>"})
+    layout = figure["layout"]
+    layout["xaxis"] = {"type": "category", "categoryorder": "array", "categoryarray": labels,
+                       "title": {"text": "M x N", "standoff": 4}}
+    layout["yaxis"]["rangemode"] = "tozero"
+    layout["height"] = CHART_HEIGHT
+    layout["margin"] = {"l": 60, "r": 40, "t": 40, "b": 30}
+    layout["legend"] = {"orientation": "h", "y": -0.3, "font": {"size": 10}}
+    return figure
+
+
+def _state(cell: KernelCell | None, peak: Peak | None) -> str:
     if cell is None:
         return "missing"
-    speedup = cell.values.get(KernelMetric.SPEEDUP)
     shown = [cell.status or OK]
-    if speedup is not None:
-        shown.append(f"{speedup:.2f}x eager")
+    bandwidth = cell.values.get(KernelMetric.BANDWIDTH)
+    if peak is not None and bandwidth is not None:
+        shown.append(f"{bandwidth / peak.gbs:.0%} of peak")
+    if cell.speedup is not None:
+        shown.append(measured_text(cell.speedup, cell.interval) + " eager")
     if cell.accuracy:
         shown.append(f"accuracy {cell.accuracy}")
     return ", ".join(shown)
 
 
+def faster_or_slower(speedup: float | None, interval: Interval | None) -> str:
+    """CSS class of a speedup over eager: "better"/"worse" only when its 95% interval
+    excludes 1.00; "" inside the noise, unstable, or without an interval."""
+    if speedup is None or interval is None or not interval.known or interval.unstable:
+        return ""
+    return "better" if interval.low > 1 else "worse" if interval.high < 1 else ""
+
+
 def _geomeans(cells: dict[Key, KernelCell]) -> Table:
     """Per backend (eager is the reference) and direction, then over both directions."""
     _, _, backends = _order(cells)
-    speedups: dict[tuple[str, str], list[float | None]] = defaultdict(list)
+    speedups: dict[tuple[str, str], list[KernelCell]] = defaultdict(list)
     for (_, direction, _, backend), cell in cells.items():
         for group in (direction, ALL):
-            speedups[backend, group].append(cell.values.get(KernelMetric.SPEEDUP))
-    table = Table("geomean", ["backend", "direction", "geomean speedup over eager", "points"],
-                  [])
+            speedups[backend, group].append(cell)
+    table = Table("geomean", ["backend", "direction", "geomean speedup over eager", "95% CI",
+                              "points"], [])
     for backend in backends:
         if backend == "eager":
             continue
         for direction in (*KERNEL_DIRECTIONS, ALL):
             found = speedups.get((backend, direction))
             if found:
-                points = [value for value in found if value is not None]
-                table.rows.append([backend, direction, geomean(points),
-                                   f"{len(points)}/{len(found)}"])
+                measured = [(c.speedup, c.interval) for c in found if c.speedup is not None]
+                value = geomean(speedup for speedup, _ in measured)
+                interval = geomean_interval(measured) if measured else None
+                table.rows.append([backend, direction, value, _bounds(interval),
+                                   f"{len(measured)}/{len(found)}"])
+                table.classes.append({2: faster_or_slower(value, interval)})
     return table
 
 
-def _cells_table(cells: dict[Key, KernelCell]) -> Table:
+def _bounds(interval: Interval | None) -> str | None:
+    """"1.562–1.580, 12 pairs, unstable": three decimals, as a geomean over many cells
+    narrows its interval below the quantization page's two."""
+    if interval is None:
+        return None
+    shown = [f"{interval.low:.3f}–{interval.high:.3f}" if interval.known else "unknown"]
+    if interval.pairs is not None:
+        shown.append(f"{interval.pairs} pairs")
+    if interval.unstable:
+        shown.append("unstable")
+    return ", ".join(shown)
+
+
+def _cells_table(cells: dict[Key, KernelCell], peak: Peak | None) -> Table:
     kernels, shapes, backends = _order(cells)
     table = Table("cells", ["kernel", "direction", "shape (M x N)", "backend", "latency ms",
-                            "GB/s", "speedup", "accuracy", "status"], [])
+                            "GB/s", "% of peak", "speedup", "speedup 95% CI", "accuracy",
+                            "status"], [])
     for kernel in kernels:
         for direction in KERNEL_DIRECTIONS:
             for shape in shapes:
@@ -166,9 +238,14 @@ def _cells_table(cells: dict[Key, KernelCell]) -> Table:
                     if cell is None:
                         continue
                     values = cell.values
+                    bandwidth = values.get(KernelMetric.BANDWIDTH)
+                    share = (round(100 * bandwidth / peak.gbs, 1)
+                             if peak is not None and bandwidth is not None else None)
                     table.rows.append([
                         kernel, direction, f"{shape[0]}x{shape[1]}", backend,
-                        values.get(KernelMetric.LATENCY), values.get(KernelMetric.BANDWIDTH),
-                        values.get(KernelMetric.SPEEDUP), cell.accuracy or None,
-                        cell.status or OK])
+                        values.get(KernelMetric.LATENCY), bandwidth, share, cell.speedup,
+                        _bounds(cell.interval), cell.accuracy or None, cell.status or OK])
+                    table.classes.append({7: faster_or_slower(cell.speedup, cell.interval)
+                                          or ("noise" if cell.interval
+                                              and cell.interval.unstable else "")})
     return table

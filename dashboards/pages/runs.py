@@ -1,4 +1,5 @@
-"""Run page: where a run came from (commit, CI job, machine) and every result it holds."""
+"""Run page: where a run came from (commit, CI job, machine) and every result it holds, a
+page at a time, narrowed by benchmark, metric and model."""
 
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ from dashboards.pages.common import (
     sanity_verdict,
     spread_text,
 )
+from dashboards.paging import paged
 from dashboards.render import Page, Table
 from dashboards.state import State
 from runner.contract.names import QUANT_BASELINE_RECIPE, QUANT_BENCHMARK, QuantMetric
 
-PAGE_ROWS = 1000
 SPEEDUPS = [QuantMetric.SPEEDUP, QuantMetric.EAGER_SPEEDUP, QuantMetric.COMPILED_SPEEDUP]
 
 
@@ -76,18 +77,26 @@ def speedup_stability(run: Run) -> dict[str, int]:
 
 def build(state: State, pk: int) -> Page:
     run = get_object_or_404(Run, pk=pk)
-    number = int(state.number("page", 1, 1, 10**6))
-    rows = (Result.objects.filter(run=run)
+    results = Result.objects.filter(run=run)
+    kinds = sorted(results.order_by().values_list("series__benchmark", "series__metric")
+                   .distinct())
+    benchmark = state.choice("benchmark", ["", *sorted({b for b, _ in kinds})])
+    metrics = sorted({m for b, m in kinds if not benchmark or b == benchmark})
+    metric = state.choice("metric", ["", *metrics])
+    model = state.text("model")
+    chosen = {"series__benchmark": benchmark, "series__metric": metric,
+              "series__model__icontains": model}
+    rows = (results.filter(**{k: v for k, v in chosen.items() if v})
             .order_by("series__benchmark", "series__metric", "series__model", "id")
             .values_list("series__benchmark", "series__model", "series__backend",
                          "series__mode", "series__dtype", "series__arch", "series__metric",
                          "value", "target", "values", "extra_info", "string_values"))
-    if not state.csv:
-        rows = rows[(number - 1) * PAGE_ROWS: number * PAGE_ROWS]
+    shown, paging = paged(state, rows)
     table = Table("results", ["benchmark", "model", "backend", "mode", "dtype", "arch",
-                              "metric", "value", "target", "spread", "string values"], [])
+                              "metric", "value", "target", "spread", "string values"], [],
+                  paging=paging)
     explorer = reverse("dashboards:explorer")
-    for *series, value, target, values, info, strings in rows:
+    for *series, value, target, values, info, strings in shown:
         spread = spread_text(values, info)
         table.rows.append([*series, value, target, spread,
                            ", ".join(strings) if strings else None])
@@ -95,12 +104,12 @@ def build(state: State, pk: int) -> Page:
         table.links.append({1: page_url(explorer, repo=run.repo, benchmark=series[0],
                                         model=series[1], metric=series[6],
                                         branch=run.head_branch, range="90d")})
-    pages = (run.result_count + PAGE_ROWS - 1) // PAGE_ROWS
     return Page(
         title=f"Run {run.pk}",
-        filters={"run": run.pk, "page": number},
+        filters={"run": run.pk, "benchmark": benchmark, "metric": metric, "model": model,
+                 **paging.as_filters()},
         tables=[table],
-        context={"run": run, "links": links(run), "pages": pages, "number": number,
-                 "has_next": number < pages, "warnings": sanity_warnings(run),
-                 "stability": speedup_stability(run)},
+        context={"run": run, "links": links(run), "warnings": sanity_warnings(run),
+                 "stability": speedup_stability(run), "state": state,
+                 "benchmarks": sorted({b for b, _ in kinds}), "metrics": metrics},
     )

@@ -27,7 +27,10 @@ def test_kernels_page_charts_filter_and_csv(page, demo, tmp_path):
         "t => [t.name, t.y.filter(v => v !== null).length]))")
     assert len(traces) == 8  # 4 kernels x forward, backward
     assert all(chart == [["eager", 3], ["compiled:max-autotune-no-cudagraphs", 3],
-                         ["liger", 3]] for chart in traces)
+                         ["liger", 3], ["peak 3,350 GB/s", 3]] for chart in traces)
+    boxes = page.evaluate("() => [...document.querySelectorAll('.chart')].map(chart => {"
+                          "const box = chart.getBoundingClientRect(); return [box.x, box.y]; })")
+    assert len({y for _, y in boxes}) < len(boxes)  # a grid: several charts to a row
     geomean = page.locator('table[data-table="geomean"]').inner_text()
     assert "liger\tall" in geomean and "24/24" in geomean
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -43,4 +46,4 @@ def test_kernels_page_charts_filter_and_csv(page, demo, tmp_path):
     saved = tmp_path / "geomean.csv"
     download.value.save_as(saved)
     assert saved.read_text().splitlines()[0] == (
-        "backend,direction,geomean speedup over eager,points")
+        "backend,direction,geomean speedup over eager,95% CI,points")
