@@ -8,6 +8,7 @@ the figure with `json_script`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 import numpy as np
 from django.utils.html import escape
@@ -23,6 +24,8 @@ COLOURS = {
 }
 TRIAGED_AWAY = "#8c959f"  # expected or false positive
 BAND_POINTS = 30  # points before a change that its baseline band and noise come from
+LABEL_SPAN = 0.14  # of the chart's time span: labels of changes closer than this are stacked
+LABEL_ROW_PX = 16
 
 
 def series_chart_payload(series: Series, results: Iterable[Result],
@@ -59,12 +62,14 @@ def series_chart_payload(series: Series, results: Iterable[Result],
     shapes, annotations = [], []
     for regression in regressions:
         _mark(regression, results, shapes, annotations)
+    rows = _stack_labels(annotations, results)
     layout = {
         "title": {"text": escape(str(series)), "font": {"size": 14}},
         "xaxis": {"type": "date"},
         "yaxis": {"title": {"text": escape(series.metric)}},
         "hovermode": "closest", "shapes": shapes, "annotations": annotations,
-        "margin": {"t": 60, "r": 20}, "legend": {"orientation": "h"},
+        "margin": {"t": 60 + LABEL_ROW_PX * (rows - 1), "r": 20},
+        "legend": {"orientation": "h"},
     }
     return {"data": data, "layout": layout}
 
@@ -95,6 +100,28 @@ def _mark(regression: Regression, results: list[Result], shapes: list, annotatio
         "hovertext": escape(f"{regression.last_good_sha[:10] or '?'} .. "
                             f"{regression.first_bad_sha[:10]} ({regression.get_state_display()})"),
     })
+
+
+def _stack_labels(annotations: list[dict], results: list[Result]) -> int:
+    """Lift the label of a change that sits close to an earlier one's onto a row above it,
+    so that no two labels overlap; the number of rows used."""
+    times = [result.timestamp.timestamp() for result in results]
+    for label in annotations:
+        times.append(datetime.fromisoformat(label["x"]).timestamp())
+    if not annotations:
+        return 1
+    span = max(max(times) - min(times), 1.0)
+    ends: list[float] = []  # per row, the time of its last label
+    placed = sorted((datetime.fromisoformat(label["x"]).timestamp(), n, label)
+                    for n, label in enumerate(annotations))
+    for at, _, label in placed:
+        row = next((i for i, end in enumerate(ends) if at - end >= LABEL_SPAN * span),
+                   len(ends))
+        if row == len(ends):
+            ends.append(at)
+        ends[row] = at
+        label["yshift"] = LABEL_ROW_PX * row
+    return len(ends)
 
 
 def _relative_noise(values: list[float]) -> float:
