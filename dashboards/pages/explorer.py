@@ -112,16 +112,14 @@ def build(state: State) -> Page:
     total = matching.count()
     candidates = list(matching.order_by("metric", "model", "backend", "dtype", "arch", "id")
                       .only(*LABEL_PARTS, "metric", "device")[:RANKED])
-    points: dict[int, list[tuple]] = {item.pk: [] for item in candidates}
-    results = (Result.objects.filter(series_id__in=points, timestamp__gte=start,
-                                     timestamp__lt=end, run__head_branch=chosen["branch"])
-               .order_by("series_id", "timestamp")
-               .values_list("series_id", IsoUtc("timestamp"), "value", "target",
-                            "run__head_sha", "run_id", "string_values"))
-    for row in results:
+    in_range = Result.objects.filter(timestamp__gte=start, timestamp__lt=end,
+                                     run__head_branch=chosen["branch"])
+    series = _most_changed(candidates, in_range)
+    points: dict[int, list[tuple]] = {item.pk: [] for item in series}
+    for row in (in_range.filter(series_id__in=points).order_by("series_id", "timestamp")
+                .values_list("series_id", IsoUtc("timestamp"), "value", "target",
+                             "run__head_sha", "run_id", "string_values")):
         points[row[0]].append(row[1:])
-    series = sorted(candidates, key=lambda item: -abs(_change(points[item.pk]) or 0))
-    series = sorted(series[:MAX_LINES], key=candidates.index)
 
     varying = [part for part in LABEL_PARTS
                if len({getattr(item, part) for item in series}) > 1] or ["model"]
@@ -140,10 +138,22 @@ def build(state: State) -> Page:
     )
 
 
-def _change(rows: list[tuple]) -> float | None:
-    """The change of a series over the range: its latest value over its first."""
-    values = [row[1] for row in rows if row[1] is not None]
-    return values[-1] / values[0] - 1 if len(values) > 1 and values[0] else None
+def _most_changed(candidates: list[Series], in_range) -> list[Series]:
+    """The MAX_LINES candidates whose value changed most over the range (latest over first),
+    in the candidates' order; those without two values after those with."""
+    values: dict[int, list[float]] = {}
+    for series_id, value in (in_range.filter(series_id__in=[item.pk for item in candidates],
+                                             value__isnull=False)
+                             .order_by("series_id", "timestamp")
+                             .values_list("series_id", "value")):
+        values.setdefault(series_id, []).append(value)
+
+    def change(item: Series) -> float:
+        found = values.get(item.pk, [])
+        return abs(found[-1] / found[0] - 1) if len(found) > 1 and found[0] else -1.0
+
+    shown = sorted(candidates, key=change, reverse=True)[:MAX_LINES]
+    return sorted(shown, key=candidates.index)
 
 
 def _charts(series, points, names) -> list[dict]:

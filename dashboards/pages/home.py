@@ -37,9 +37,11 @@ def build(state: State) -> Page:
                            run.head_branch, run.head_sha[:10], run.name, run.arch or run.device,
                            ", ".join(names), run.result_count])
         first = names[0] if names else ""
-        trend = (page_url("dashboards:quantization", repo=run.repo, sha=run.head_sha,
-                          arch=run.arch) if first == QUANT_BENCHMARK
-                 else page_url("dashboards:trends", repo=run.repo, benchmark=first))
+        # the run's own branch and device: a job's run on `adhoc` opens that run
+        trend = (page_url("dashboards:quantization", repo=run.repo, branch=run.head_branch,
+                          sha=run.head_sha, arch=run.arch) if first == QUANT_BENCHMARK
+                 else page_url("dashboards:trends", repo=run.repo, benchmark=first,
+                               branch=run.head_branch, arch=run.arch))
         table.links.append({0: reverse("dashboards:run", args=[run.pk]), 7: trend})
     return Page(title="Benchmarks", filters={}, tables=[table],
                 context={"recent": last_day(timezone.now() - RECENT)})

@@ -3,7 +3,9 @@ the newest nightly on the repo's default branch, on the device with the most ser
 a line averaged over devices; the benchmark's headline metric over 90 days; an explorer
 that opens on a readable selection."""
 
+import re
 from datetime import UTC, datetime, timedelta
+from html import unescape
 
 import orjson
 import pytest
@@ -124,3 +126,21 @@ def test_compilers_offer_only_benchmarks_they_can_show(client, short_demo):
     reset = client.get("/compilers/?benchmark=fused kernels").content.decode()
     assert "Benchmark reset to TorchInductor: &#x27;fused kernels&#x27;" in reset
     assert client.get("/compilers/?benchmark=fused kernels&format=json").status_code == 400
+
+
+def test_home_links_open_each_run_on_its_own_branch_and_device(client, short_demo):
+    cell = record(TORCHAO)
+    cell["benchmark"]["extra_info"]["arch"] = SMOKE_ARCH
+    store_upload(orjson.dumps([cell]), metadata={
+        "repo": "pytorch/ao", "head_branch": "adhoc", "head_sha": "adhoc-job-2",
+        "workflow_id": 0, "run_attempt": 1, "job_id": 2, "name": "cpu_small"}, announce=False)
+    html = client.get("/").content.decode()
+    links = set(re.findall(r'href="(/(?:quantization|trends)/\?[^"]+)"', html))
+    adhoc = next(link for link in links if "adhoc-job-2" in link)
+    assert "branch=adhoc" in adhoc
+    for link in links:
+        page = client.get(unescape(link))
+        assert page.status_code == 200 and b'class="note"' not in page.content, link
+    opened = get_json(client, unescape(adhoc))["filters"]
+    assert (opened["branch"], opened["sha"], opened["arch"]) == (
+        "adhoc", "adhoc-job-2", SMOKE_ARCH)
