@@ -4,6 +4,7 @@ schema and docs. Mounted once, under `api/`, by benchsite.urls."""
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from benchsite.bisects import api as bisects
 from benchsite.jobs import api as jobs
 from benchsite.regressions import api as regressions
 from benchsite.results import api_query
@@ -18,6 +19,8 @@ urlpatterns = [
     path("v3/jobs/<int:pk>", jobs.JobDetail.as_view(), name="api-job"),
     path("v3/jobs/<int:pk>/cancel", jobs.JobCancel.as_view(), name="api-job-cancel"),
     path("v3/compare", regressions.Compare.as_view(), name="api-compare"),
+    path("v3/bisects", bisects.BisectList.as_view(), name="api-bisects"),
+    path("v3/bisects/<int:pk>", bisects.BisectDetail.as_view(), name="api-bisect"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

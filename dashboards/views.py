@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from dashboards.pages import (
+    bisects,
     compare,
     compilers,
     explorer,
@@ -61,4 +62,7 @@ group_page = _page(regressions.build_group, "dashboards/group.html")
 group_triage = require_POST(regressions.group_triage)
 bulk_triage = require_POST(regressions.bulk_triage)
 reports_page = _page(reports.build_list, "dashboards/reports.html")
+bisect_page = _page(bisects.build_detail, "dashboards/bisect.html")
+regression_bisect = require_POST(bisects.start_for_regression)
+group_bisect = require_POST(bisects.start_for_group)
 report_page = reports.formats(_page(reports.build_detail, "dashboards/report.html"))

@@ -63,13 +63,13 @@ def resolve(bisect: Bisect, lab: SiteLab) -> None:
 
 
 def run_ab(bisect: Bisect, lab: SiteLab) -> search.Outcome:
-    """BENCH_BISECT_AB_ROUNDS rounds, base then head in turn (interleaved); every series'
+    """BENCH_BISECT_AB_ROUNDS rounds of base and head, interleaved (ABBA...); every series'
     change from base to head with its Mann-Whitney p-value."""
     try:
         for number in range(settings.BENCH_BISECT_AB_ROUNDS):
-            for position in (0, 1):
-                if lab.rounds(position) <= number:
-                    lab.measure(position)
+            for position in (0, 1) if number % 2 == 0 else (1, 0):
+                if lab.rounds(position, 1 - position) <= number:
+                    lab.measure(position, 1 - position)
     except search.Skip as error:
         return search.Outcome(search.FAILED, str(error))
     return search.Outcome("finished", f"{settings.BENCH_BISECT_AB_ROUNDS} interleaved rounds "
@@ -82,7 +82,7 @@ def ab_series(lab: SiteLab, alpha: float) -> list[dict]:
                     for name in entry["values"]} if len(lab.steps) == 2 else set())
     rows = []
     for name in names:
-        base, head = lab.values(0, name), lab.values(1, name)
+        base, head = lab.values(0, 1, name), lab.values(1, 0, name)
         if not base or not head:
             continue
         change = median(head) / median(base) - 1 if median(base) else math.nan

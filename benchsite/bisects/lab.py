@@ -48,15 +48,17 @@ class SiteLab:
     def tracked(self) -> str:
         return label(self.bisect.cells[0]["key"], self.bisect.metric)
 
-    def rounds(self, position: int) -> int:
+    def _rounds(self, position: int, partner: int) -> list[dict]:
         step = self.steps.get(position)
-        return len(step.rounds) if step else 0
+        return [entry for entry in (step.rounds if step else []) if entry["with"] == partner]
 
-    def values(self, position: int, series: str | None = None) -> list[float]:
-        step = self.steps.get(position)
+    def rounds(self, position: int, partner: int) -> int:
+        return len(self._rounds(position, partner))
+
+    def values(self, position: int, partner: int, series: str | None = None) -> list[float]:
         series = series or self.tracked()
-        return [v for entry in (step.rounds if step else []) for v in entry["values"].get(
-            series, [])]
+        return [v for entry in self._rounds(position, partner)
+                for v in entry["values"].get(series, [])]
 
     def step(self, position: int) -> BisectStep:
         if position not in self.steps:
@@ -73,12 +75,13 @@ class SiteLab:
                     "author": commit.author[:255], "committed_at": commit.date})
         return self.steps[position]
 
-    def measure(self, position: int) -> None:
+    def measure(self, position: int, partner: int) -> None:
         step = self.step(position)
         if step.verdict == "skipped":
             raise Skip(step.failure)
         number = len(step.rounds) + 1
-        self.say(f"measuring {step.sha[:12]} ({self._where(position)}), round {number}")
+        self.say(f"measuring {step.sha[:12]} ({self._where(position)}), round {number}, "
+                 f"compared with {self._where(partner)}")
         keep = frozenset(self.bisect.commits[p] for p in (0, len(self.bisect.commits) - 1))
         try:
             built = self.workspace(position).build(step.sha, keep=keep)
@@ -108,7 +111,8 @@ class SiteLab:
                           "job_id": step.pk, "run_attempt": number,
                           "name": self.bisect.spec_name},
                 idempotency_key=f"bisect-{self.bisect.pk}-step-{step.pk}-round-{number}")
-            step.rounds = [*step.rounds, {"upload": stored.upload.pk, "values": values}]
+            step.rounds = [*step.rounds, {"upload": stored.upload.pk, "with": partner,
+                                          "values": values}]
             step.save(update_fields=["rounds", "updated_at"])
 
     def skip(self, step: BisectStep, why: str) -> None:

@@ -191,3 +191,37 @@ class BisectStep(models.Model):
 
     def __str__(self) -> str:
         return f"{self.bisect_id}@{self.position} {self.sha[:12]}"
+
+
+def describe(bisect: Bisect) -> dict:
+    """A bisect as the API and `bench bisect --json` show it."""
+    steps = []
+    for step in bisect.steps.all():
+        entry = {"position": step.position, "sha": step.sha, "subject": step.subject,
+                 "verdict": step.verdict, "rounds": len(step.rounds)}
+        if bisect.kind == Bisect.Kind.AB:
+            entry["side"] = step.side
+            entry["values"] = {name: [v for r in step.rounds for v in r["values"].get(name, [])]
+                               for name in dict.fromkeys(n for r in step.rounds
+                                                         for n in r["values"])}
+        else:
+            tracked = f"{bisect.cells[0]['key']} · {bisect.metric}"
+            entry["values"] = [v for r in step.rounds for v in r["values"].get(tracked, [])]
+        if step.failure:
+            entry["failure"] = step.failure
+        steps.append(entry)
+    return {
+        "id": bisect.pk, "kind": bisect.kind, "url": bisect.get_absolute_url(),
+        "state": bisect.state, "progress": bisect.progress, "culprit_sha": bisect.culprit_sha,
+        "outcome": bisect.outcome, "source": bisect.source.name,
+        "head_source": bisect.head_source.name if bisect.head_source else None,
+        "regression": bisect.regression_id, "spec_name": bisect.spec_name,
+        "family": bisect.family, "cells": [cell["key"] for cell in bisect.cells],
+        "metric": bisect.metric, "good_ref": bisect.good_ref, "bad_ref": bisect.bad_ref,
+        "good_sha": bisect.good_sha, "bad_sha": bisect.bad_sha, "branch": bisect.branch,
+        "queue": bisect.queue, "commits_in_range": max(len(bisect.commits) - 1, 0),
+        "attempts": bisect.attempts, "created_at": bisect.created_at.isoformat(),
+        "started_at": bisect.started_at.isoformat() if bisect.started_at else None,
+        "finished_at": bisect.finished_at.isoformat() if bisect.finished_at else None,
+        "steps": steps,
+    }

@@ -1,20 +1,24 @@
 """The bisection itself, apart from where measurements come from (`Lab`) and are kept.
 
 Positions 0..n are the commits from the good end (0) to the bad end (n). Every comparison
-uses every repetition measured so far (a two-sided Mann-Whitney U test, as the compare API,
-with at least MIN_REPETITIONS values a side) and adds rounds, alternating between its two
-commits so that drift cancels, until its verdict is clear or both have `max_rounds`:
+of two commits is interleaved on this worker: rounds of the two alternate (ABBA: a then b,
+then b then a...) and the comparison uses the repetitions of its own rounds only, so the
+machine's drift between comparisons (other load, temperature) cancels. It uses every such
+repetition (a two-sided Mann-Whitney U test, as the compare API, with at least
+MIN_REPETITIONS values a side) and adds pairs of rounds until its verdict is clear or it has
+`max_rounds` pairs:
 
 1. Both ends first: unless the bad end is worse than the good one (significant, and by at
    least `min_change`), the outcome is "not reproduced".
-2. Binary search: a commit is bad-like when its median is at least halfway (in log scale)
-   from the good end's to the bad end's; clear once it differs significantly from the end
-   it is not like. A commit that fails to build or run is skipped (`git bisect skip`): the
-   nearest untested commit is measured instead.
-3. The last good-like and first bad-like commits are compared once more: a culprit when they
-   differ in the regression's direction by at least half the original change. Otherwise
-   "ambiguous", listing the measured steps that carry part of the change; with skipped
-   commits between them, "ambiguous" names that range and says which were skipped.
+2. Binary search: each commit is compared with the good end; it is bad-like when it is at
+   least halfway (in log scale) from the good end to the bad end. A commit that fails to
+   build or run is skipped (`git bisect skip`): the nearest untested commit is measured
+   instead.
+3. The last good-like and first bad-like commits are compared with each other: a culprit
+   when they differ in the regression's direction by at least half the original change (in
+   log scale, as the halfway point: a 4x slowdown needs a 2x step).
+   Otherwise "ambiguous", listing the measured steps that carry part of the change; with
+   skipped commits between them, "ambiguous" names that range and says which were skipped.
 
 Deterministic given the measurements, so a bisect whose worker died replays what was stored
 and measures only what is missing.
@@ -41,21 +45,22 @@ class Skip(Exception):
 
 
 class Lab(Protocol):
-    def rounds(self, position: int) -> int:
-        """Rounds measured at the commit."""
+    def rounds(self, position: int, partner: int) -> int:
+        """Rounds measured at the commit in its comparison with `partner`."""
 
-    def values(self, position: int) -> list[float]:
-        """Every repetition of every round at the commit."""
+    def values(self, position: int, partner: int) -> list[float]:
+        """Every repetition of those rounds."""
 
-    def measure(self, position: int) -> None:
-        """Measure one more round at the commit; Skip when it cannot be."""
+    def measure(self, position: int, partner: int) -> None:
+        """Measure one more round at the commit for its comparison with `partner`; Skip
+        when the commit cannot be measured."""
 
 
 @dataclass(frozen=True)
 class Settings:
     alpha: float = 0.05
-    max_rounds: int = 4  # per commit
-    same_rounds: int = 2  # rounds a side before two commits may be judged alike
+    max_rounds: int = 4  # pairs of rounds in one comparison
+    same_rounds: int = 2  # pairs of rounds before two commits may be judged alike
     min_change: float = 0.05  # relative change of the ends that reproduces a regression
 
 
@@ -68,7 +73,7 @@ class Pair:
     b: int
     change: float
     p_value: float
-    rounds: tuple[int, int]
+    rounds: int  # pairs of rounds
 
 
 @dataclass
@@ -85,7 +90,7 @@ class Outcome:
 
 
 def judge(lab: Lab, a: int, b: int) -> Pair:
-    va, vb = lab.values(a), lab.values(b)
+    va, vb = lab.values(a, b), lab.values(b, a)
     if not va or not vb:
         raise Skip(f"no values at position {a if not va else b}")
     ma, mb = median(va), median(vb)
@@ -94,22 +99,21 @@ def judge(lab: Lab, a: int, b: int) -> Pair:
     if min(len(va), len(vb)) >= MIN_REPETITIONS:
         p = float(stats.mannwhitneyu(va, vb, alternative="two-sided").pvalue)
         p = 1.0 if math.isnan(p) else p
-    return Pair(a, b, change, p, (lab.rounds(a), lab.rounds(b)))
+    return Pair(a, b, change, p, min(lab.rounds(a, b), lab.rounds(b, a)))
 
 
 def compare(lab: Lab, a: int, b: int, settings: Settings, clear) -> Pair:
-    """Rounds at `a` and `b`, alternating (the one with fewer first), until `clear(pair)` or
-    both have max_rounds."""
-    for position in (a, b):
-        if lab.rounds(position) == 0:
-            lab.measure(position)
+    """Pairs of rounds of `a` and `b` (a then b, then b then a, ...) until `clear(pair)` or
+    max_rounds pairs."""
     while True:
-        pair = judge(lab, a, b)
-        growing = [p for p in (a, b) if lab.rounds(p) < settings.max_rounds]
-        if clear(pair) or not growing:
-            return pair
-        for position in sorted(growing, key=lab.rounds):
-            lab.measure(position)
+        done = min(lab.rounds(a, b), lab.rounds(b, a))
+        if done and lab.rounds(a, b) == lab.rounds(b, a):
+            pair = judge(lab, a, b)
+            if clear(pair) or done >= settings.max_rounds:
+                return pair
+        for position, partner in ((a, b), (b, a)) if done % 2 == 0 else ((b, a), (a, b)):
+            if lab.rounds(position, partner) == done:
+                lab.measure(position, partner)
 
 
 def log_change(change: float) -> float:
@@ -133,12 +137,13 @@ def bisect(lab: Lab, n: int, worse: int, settings: Settings) -> Outcome:
     if ends.p_value >= settings.alpha or ends.change * observed < settings.min_change:
         return Outcome(NOT_REPRODUCED, (
             f"the bad end is {ends.change:+.1%} from the good end (Mann-Whitney p="
-            f"{ends.p_value:.2g}, rounds {ends.rounds[0]} and {ends.rounds[1]}): not worse by "
+            f"{ends.p_value:.2g}, {ends.rounds} interleaved round(s) each): not worse by "
             f"{settings.min_change:.0%} or more at significance {settings.alpha:g}"),
             original_change=ends.change, p_value=ends.p_value, worse=observed,
             verdicts={0: GOOD, n: GOOD})
     verdicts.update({0: GOOD, n: BAD})
     span = log_change(ends.change)
+    fractions = {0: 0.0, n: 1.0}
     lo, hi, skipped = 0, n, set()
     while True:
         untested = sorted((p for p in range(lo + 1, hi) if p not in skipped),
@@ -147,7 +152,8 @@ def bisect(lab: Lab, n: int, worse: int, settings: Settings) -> Outcome:
             break
         mid = untested[0]
         try:
-            verdicts[mid] = _classify(lab, mid, n, span, settings)
+            fractions[mid] = _fraction(lab, mid, span, settings)
+            verdicts[mid] = BAD if fractions[mid] >= 0.5 else GOOD
         except Skip:
             skipped.add(mid)
             verdicts[mid] = SKIPPED
@@ -164,40 +170,28 @@ def bisect(lab: Lab, n: int, worse: int, settings: Settings) -> Outcome:
     pair = compare(lab, lo, hi, settings, lambda pair: pair.p_value < settings.alpha
                    or alike(pair, abs(ends.change) * CANDIDATE_SHARE))
     base.magnitude, base.p_value = pair.change, pair.p_value
-    if pair.p_value < settings.alpha and pair.change * observed >= abs(ends.change) / 2:
+    if pair.p_value < settings.alpha and log_change(pair.change) / span >= 0.5:
         base.state, base.culprit = CULPRIT, hi
         base.message = (f"{pair.change:+.1%} from its parent (Mann-Whitney p="
                         f"{pair.p_value:.2g}), of {ends.change:+.1%} over the range")
         return base
     base.state = AMBIGUOUS
-    base.candidates = _candidates(lab, verdicts, ends.change, observed) or [hi]
+    ordered = sorted(fractions)
+    base.candidates = [b for a, b in zip(ordered, ordered[1:], strict=False)
+                       if fractions[b] - fractions[a] >= CANDIDATE_SHARE] or [hi]
     base.message = (f"no single commit carries half of the {ends.change:+.1%} change (the "
                     f"last step, {pair.change:+.1%}, p={pair.p_value:.2g}): it is spread over "
                     f"the candidates")
     return base
 
 
-def _classify(lab: Lab, mid: int, n: int, span: float, settings: Settings) -> str:
-    """GOOD or BAD: which end the commit is like (halfway in log scale), made clear against
-    the other end when the rounds allow."""
+def _fraction(lab: Lab, mid: int, span: float, settings: Settings) -> float:
+    """How far the commit is from the good end toward the bad end (0: like the good end,
+    1: like the bad end; log scale), compared with the good end. Clear when it is bad-like
+    and differs significantly from the good end, or plainly good-like (under 0.35)."""
 
-    def fraction() -> float:
-        return log_change(judge(lab, 0, mid).change) / span
+    def clear(pair: Pair) -> bool:
+        fraction = log_change(pair.change) / span
+        return (fraction >= 0.5 and pair.p_value < settings.alpha) or fraction < 0.35
 
-    if lab.rounds(mid) == 0:
-        lab.measure(mid)
-    other = 0 if fraction() >= 0.5 else n
-    compare(lab, other, mid, settings, lambda pair: pair.p_value < settings.alpha
-            and (fraction() >= 0.5) == (other == 0))
-    return BAD if fraction() >= 0.5 else GOOD
-
-
-def _candidates(lab: Lab, verdicts: dict[int, str], original: float, worse: int) -> list[int]:
-    """The later commit of each step between measured commits (in order) that moves toward
-    worse by CANDIDATE_SHARE of the original change or more."""
-    measured = sorted(p for p, verdict in verdicts.items() if verdict != SKIPPED)
-    found = []
-    for a, b in zip(measured, measured[1:], strict=False):
-        if judge(lab, a, b).change * worse >= abs(original) * CANDIDATE_SHARE:
-            found.append(b)
-    return found
+    return log_change(compare(lab, 0, mid, settings, clear).change) / span

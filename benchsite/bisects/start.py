@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -47,9 +48,14 @@ def find_source(name_or_id: str | int) -> Source:
 def start_spec(*, spec_yaml: str, spec_name: str, source: Source, good: str, bad: str,
                kind: str = Bisect.Kind.BISECT, head_source: Source | None = None,
                cells: str = "", metric: str = "", queue: str = "cpu", via_api: bool = False,
-               user=None, token: UploadToken | None = None, **fields: Any) -> Bisect:
+               user=None, token: UploadToken | None = None,
+               authorize: Callable[[str, str], None] | None = None, **fields: Any) -> Bisect:
     """A bisect (one cell: `cells` must select exactly one) or an A/B try job (every cell
-    `cells` selects) of a spec at two refs."""
+    `cells` selects) of a spec at two refs. `authorize(repo, queue)` raises when the caller
+    may not run it (the API's token checks)."""
+    if authorize is not None:
+        for each in {source, head_source or source}:
+            authorize(each.repo, queue)
     if queue not in settings.BENCH_QUEUES:
         raise BisectRefused(f"queue {queue!r}: unknown; the queues are {settings.BENCH_QUEUES}"
                             " (setting BENCH_QUEUES)")

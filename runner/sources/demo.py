@@ -20,7 +20,7 @@ from pathlib import Path
 COMMITS = 25  # commit 0 is the good end, the last one the bad end
 BROKEN = 11
 SLOW = 17
-SLOWDOWN = 4
+SLOWDOWN = 8
 # A "build" that fails on a syntax error, for a Source in command mode.
 BUILD_COMMAND = "{python} -m compileall -q {checkout}/demopkg"
 SPEC = """\
