@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.contract.record import RUN_FIELDS
+from runner.contract.record import REQUIRED_RUN_FIELDS, RUN_FIELDS
 
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
 MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After is cut to this
@@ -161,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     given = {field: getattr(args, field) for field in RUN_FIELDS}
     metadata = {**ci_metadata(), **{k: v for k, v in given.items() if v}}
+    lacking = missing_metadata(args.files, metadata)
+    if lacking:
+        print(f"error: nothing sent: {lacking}", file=sys.stderr)
+        return 2
     failed: list[Path] = []
     for path in args.files:
         try:
@@ -177,6 +181,39 @@ def run(args: argparse.Namespace) -> int:
               + ", ".join(str(path) for path in failed), file=sys.stderr)
         return 1
     return 0
+
+
+def missing_metadata(files: list[Path], metadata: Mapping[str, object]) -> str:
+    """What the server would refuse for every record: the required run fields (repo,
+    head_branch, head_sha) that neither the records nor the options or CI give, as one line
+    naming the options; empty when none is missing. A file that cannot be read or parsed is
+    left to the upload, which reports it."""
+    lacking: dict[str, int] = {}
+    for path in files:
+        try:
+            records = _records(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        for record in records:
+            for field in REQUIRED_RUN_FIELDS:
+                if not metadata.get(field) and not (isinstance(record, dict)
+                                                    and record.get(field)):
+                    lacking[field] = lacking.get(field, 0) + 1
+    if not lacking:
+        return ""
+    options = ", ".join(f"--{field.replace('_', '-')}" for field in lacking)
+    counts = ", ".join(f"{field} ({count} records)" for field, count in lacking.items())
+    return (f"run metadata missing: {counts}; give {options} (in GitHub Actions they come from "
+            "GITHUB_REPOSITORY, GITHUB_HEAD_REF or GITHUB_REF_NAME, and GITHUB_SHA)")
+
+
+def _records(body: bytes) -> list:
+    """The records of a file as the server reads it: a JSON list, one object, or JSON Lines."""
+    try:
+        found = json.loads(body)
+    except ValueError:
+        return [json.loads(line) for line in body.splitlines() if line.strip()]
+    return found if isinstance(found, list) else [found]
 
 
 def add_upload_options(parser: argparse.ArgumentParser) -> None:

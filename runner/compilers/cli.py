@@ -16,8 +16,10 @@ from typing import Any
 from runner.compilers import family, records, results
 from runner.compilers.matrix import BACKENDS, DTYPES, EAGER, TESTS, Config
 from runner.compilers.spec import DEFAULTS, parse
+from runner.contract.status import FAILED
 from runner.environment import RunContext
 from runner.outputs import INTERRUPTED_EXIT, upload_and_status, write_json
+from runner.progress import Progress
 from runner.specs import SpecError
 from runner.upload import add_upload_options, missing_token
 
@@ -63,6 +65,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     how.add_argument("--no-resume", action="store_true",
                      help="start results.jsonl over instead of skipping what it holds")
     how.add_argument("--dry-run", action="store_true", help="list the configurations only")
+    how.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress bar (there is none when stderr is not a terminal: a "
+                          "line per configuration instead) and no line per configuration; "
+                          "failures and the summary still print")
     add_upload_options(parser)
     parser.set_defaults(func=main)
 
@@ -106,7 +112,7 @@ def main(args: argparse.Namespace) -> int:
     context = RunContext.collect()
     baselines = {key: line for key, line in done.items()
                  if line["experiment"]["backend"] == EAGER}
-    interrupted = _run(configs, done, path, {"baselines": baselines}, context)
+    interrupted = _run(configs, done, path, {"baselines": baselines}, context, args.quiet)
     found = _records(configs, done, baselines, context)
 
     write_json(args.output_dirname / RECORDS, found)
@@ -120,22 +126,29 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(configs: list[Config], done: dict[str, dict[str, Any]], path: Path,
-         state: dict[str, Any], context: RunContext) -> bool:
+         state: dict[str, Any], context: RunContext, quiet: bool) -> bool:
     """Run what `done` lacks, appending each line as it ends; True when interrupted."""
-    for number, config in enumerate(configs, 1):
-        prefix = f"{number:5d}/{len(configs)}"
-        if config.key in done:
-            print(f"{prefix}  resumed  {config.key}", flush=True)
-            continue
-        try:
-            outcome = family.run(config.to_dict(), {}, state, context)
-        except KeyboardInterrupt:
-            return True
-        results.append(path, outcome.detail)
-        done[config.key] = outcome.detail
-        why = f"  {outcome.error.strip().splitlines()[-1]}" if outcome.error else ""
-        print(f"{prefix}  {outcome.status:7s}  {config.key}  "
-              f"{outcome.detail['verification_code']}{why}", flush=True)
+    resumed = sum(config.key in done for config in configs)
+    if resumed:
+        print(f"resuming: {resumed} of {len(configs)} configurations already in {path}",
+              flush=True)
+    counts: dict[str, int] = {}
+    with Progress(len(configs), "config", quiet=quiet, done=resumed) as progress:
+        for number, config in enumerate(configs, 1):
+            if config.key in done:
+                continue
+            try:
+                outcome = family.run(config.to_dict(), {}, state, context)
+            except KeyboardInterrupt:
+                return True
+            results.append(path, outcome.detail)
+            done[config.key] = outcome.detail
+            counts[outcome.status] = counts.get(outcome.status, 0) + 1
+            why = f"  {outcome.error.strip().splitlines()[-1]}" if outcome.error else ""
+            progress.item(f"{number:5d}/{len(configs)}  {outcome.status:7s}  {config.key}  "
+                          f"{outcome.detail['verification_code']}{why}",
+                          failed=outcome.status == FAILED,
+                          status=", ".join(f"{n} {state}" for state, n in counts.items()))
     return False
 
 

@@ -23,6 +23,7 @@ from runner.instructions.family import NAME as FAMILY
 from runner.instructions.records import measurement_records
 from runner.instructions.spec import parse_spec
 from runner.outputs import INTERRUPTED_EXIT, interrupt, upload_and_status, write_json
+from runner.progress import Progress
 from runner.settings import settings_problems
 from runner.specs import SpecError, family_name, read_spec
 from runner.upload import add_upload_options, missing_token
@@ -54,6 +55,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                             help=f"override the spec's {name} (default "
                                  f"{getattr(MeasureSettings, name):g})")
     parser.add_argument("-o", "--output", type=Path, help="write the records (JSON list) here")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (there is none when stderr is not a terminal: a "
+                             "line per benchmark instead) and no line per benchmark; failures "
+                             "and the table still print")
     add_upload_options(parser)
     parser.set_defaults(func=main)
 
@@ -83,18 +88,20 @@ def main(args: argparse.Namespace) -> int:
         return 2
     started, total = time.monotonic(), len(spec.benchmarks)
     done = Counter()
-
-    def progress(result: Measurement) -> None:
-        done[result.status] += 1
-        why = f"  {result.error.strip().splitlines()[-1]}" if result.error else ""
-        print(f"{sum(done.values()):5d}/{total}  {result.status:7s}  {result.benchmark.key}"
-              f"{why}", flush=True)
-
     print(f"counting {total} benchmarks in {len(pool.cpus)} workers on cores {pool.cpus}",
           flush=True)
     previous = signal.signal(signal.SIGTERM, interrupt)  # stop the workers on SIGTERM too
     try:
-        results = pool.run(spec.benchmarks, settings, on_result=progress)
+        with Progress(total, "benchmark", quiet=args.quiet) as progress:
+
+            def ended(result: Measurement) -> None:
+                done[result.status] += 1
+                why = f"  {result.error.strip().splitlines()[-1]}" if result.error else ""
+                progress.item(f"{sum(done.values()):5d}/{total}  {result.status:7s}  "
+                              f"{result.benchmark.key}{why}", failed=result.status == FAILED,
+                              status=", ".join(f"{n} {state}" for state, n in done.items()))
+
+            results = pool.run(spec.benchmarks, settings, on_result=ended)
     except KeyboardInterrupt:
         print("interrupted: nothing written or uploaded", file=sys.stderr)
         return INTERRUPTED_EXIT

@@ -60,7 +60,7 @@ def test_cli_writes_results_and_records_then_resumes(tmp_path, capsys):
     assert compilers(tmp_path, "--backend", "eager", "--backend", "aot_eager",
                        "--test", "eval", "--test", "train") == 0
     out = capsys.readouterr().out
-    assert out.count("resumed") == 2 and "4 of 4 configurations" in out
+    assert "resuming: 2 of 4 configurations already in" in out and "4 of 4 configurations" in out
     second = lines(tmp_path / "results.jsonl")
     assert second[:2] == first and [x["experiment"]["test"] for x in second[2:]] == ["train"] * 2
     stored = json.loads((tmp_path / "records.json").read_text())

@@ -4,6 +4,7 @@ import orjson
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connection
+from tqdm import tqdm
 
 from benchsite.results.demo import DEMO, nightly_uploads
 from benchsite.results.ingest import store_upload
@@ -30,12 +31,21 @@ class Command(BaseCommand):
             return
         started = time.perf_counter()
         uploads = records = 0
-        for metadata, batch in nightly_uploads(DEMO, nights=nights):
-            stored = store_upload(orjson.dumps(batch), metadata=metadata,
-                                  source=Upload.Source.DEMO, announce=False)
-            uploads += 1
-            records += stored.upload.record_count
+        night = None  # a night is one commit: the bar moves when the sha does
+        # On stderr when it is a terminal; none with --verbosity 0.
+        with tqdm(total=nights, unit="night", desc="demo history", file=self.stderr._out,
+                  disable=None if options["verbosity"] else True, dynamic_ncols=True) as bar:
+            for metadata, batch in nightly_uploads(DEMO, nights=nights):
+                stored = store_upload(orjson.dumps(batch), metadata=metadata,
+                                      source=Upload.Source.DEMO, announce=False)
+                uploads += 1
+                records += stored.upload.record_count
+                if metadata["head_sha"] != night:
+                    night = metadata["head_sha"]
+                    bar.update()
+                bar.set_postfix(records=records, refresh=False)
         store_for(connection).refresh_statistics()
+        self.stdout.write(f"stored {records} records; detecting regressions over the history")
         # Once over the whole history rather than after each of hundreds of uploads.
         call_command("detect_regressions", stdout=self.stdout)
         # The nightly reports of the last week, so their pages have content (not sent).

@@ -1,12 +1,13 @@
 import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import UTC, datetime
 
 import orjson
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connection
+from tqdm import tqdm
 
 from benchsite.results.demo import LARGE, nightly_uploads
 from benchsite.results.ingest import store_upload
@@ -36,14 +37,22 @@ class Command(BaseCommand):
     def handle(self, *args, nights, workers, **options):
         end = datetime.now(UTC)
         started = time.perf_counter()
-        # The first night alone creates the series; then nights go to the workers in turn.
-        records = _load_nights([0], nights, end)
-        connection.close()  # forked workers must open their own connections
-        chunks = [list(range(first, nights, workers)) for first in range(1, 1 + workers)]
-        # Forked, so that workers start with Django set up (a spawned one would not be).
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            records += sum(pool.map(_load_nights, chunks, [nights] * workers,
-                                    [end] * workers))
+        bar = tqdm(total=nights, unit="night", desc="history", file=self.stderr._out,
+                   disable=None if options["verbosity"] else True, dynamic_ncols=True)
+        with bar:
+            # The first night alone creates the series; then the workers take a night each.
+            records = _load_nights([0], nights, end)
+            bar.update()
+            connection.close()  # forked workers must open their own connections
+            # Forked, so that workers start with Django set up (a spawned one would not be).
+            with ProcessPoolExecutor(workers,
+                                     mp_context=multiprocessing.get_context("fork")) as pool:
+                loading = [pool.submit(_load_nights, [night], nights, end)
+                           for night in range(1, nights)]
+                for done in as_completed(loading):
+                    records += done.result()
+                    bar.update()
+                    bar.set_postfix(results=records, refresh=False)
         store_for(connection).refresh_statistics(vacuum=True)
         call_command("detect_regressions", stdout=self.stdout)
         call_command("baselines", points=nights, stdout=self.stdout)
