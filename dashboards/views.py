@@ -1,12 +1,11 @@
 """Every HTML page is a builder, `build(state, **url_kwargs) -> Page`, served by `_page` as
 HTML, JSON (`?format=json`) or one of its tables as CSV (`?format=csv&table=NAME`); a bad
-parameter answers 400 naming it. Forms that change something (triage) are POST views that
-redirect back to their page."""
+parameter answers 400 naming it (`dashboards.errors`). Forms that change something (triage)
+are POST views that redirect back to their page."""
 
-from django.http import JsonResponse
-from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
+from dashboards import errors
 from dashboards.pages import (
     bisects,
     compare,
@@ -33,9 +32,7 @@ def _page(builder, template):
         try:
             page = builder(state, **kwargs)
         except BadParameter as error:
-            if request.GET.get("format") in ("json", "csv"):
-                return JsonResponse({"error": str(error)}, status=400)
-            return render(request, "dashboards/error.html", {"error": str(error)}, status=400)
+            return errors.bad_parameter(request, error)
         page.context.setdefault("state", state)
         return respond(request, template, page)
 
