@@ -78,8 +78,10 @@ def test_bad_parameters_are_reset_with_a_note_and_refused_by_name_in_json(client
     assert "Threshold % reset to 5: &#x27;500&#x27; refused: ensure this value" in html
     assert client.get("/quantization/?arch=TPUv9&format=json").json()["error"].startswith(
         "arch: 'TPUv9' is not one of")
-    assert client.get("/trends/?granularity=fortnight&format=json").json() == {
-        "error": "granularity: 'fortnight' is not one of 'hour', 'day', 'week', 'month'"}
+    refused = client.get("/trends/?granularity=fortnight&format=json").json()
+    assert refused["error"] == (
+        "granularity: 'fortnight' is not one of 'hour', 'day', 'week', 'month'")
+    assert refused["parameter"] == "granularity" and refused["status"] == 400
     assert client.get("/trends/?start=yesterday&format=json").status_code == 400
     assert client.get("/quantization/?threshold=500&format=csv").status_code == 400
     trends = client.get("/trends/?start=yesterday&granularity=fortnight")
