@@ -114,7 +114,9 @@ def finish(bisect: Bisect, lab: SiteLab, outcome: search.Outcome) -> None:
             step.save(update_fields=["verdict", "updated_at"])
     result = {"message": outcome.message, "original_change": outcome.original_change,
               "skipped": skipped,
-              "candidates": [commit_item(bisect, lab, p) for p in outcome.candidates]}
+              "candidates": [{**commit_item(bisect, lab, p),
+                              "after": bisect.commits[outcome.after[p]]}
+                             for p in outcome.candidates]}
     if outcome.culprit is not None:
         result["culprit"] = {**commit_item(bisect, lab, outcome.culprit),
                              "magnitude": outcome.magnitude, "p_value": outcome.p_value}

@@ -82,6 +82,7 @@ class Outcome:
     message: str
     culprit: int | None = None
     candidates: list[int] = field(default_factory=list)
+    after: dict[int, int] = field(default_factory=dict)  # a candidate's last good-like commit
     magnitude: float | None = None  # the culprit pair's relative change
     p_value: float | None = None
     original_change: float | None = None
@@ -126,7 +127,7 @@ def bisect(lab: Lab, n: int, worse: int, settings: Settings) -> Outcome:
     verdicts: dict[int, str] = {}
 
     def alike(pair: Pair, size: float) -> bool:
-        return min(pair.rounds) >= settings.same_rounds and abs(pair.change) < size
+        return pair.rounds >= settings.same_rounds and abs(pair.change) < size
 
     try:
         ends = compare(lab, 0, n, settings, lambda pair: pair.p_value < settings.alpha
@@ -163,6 +164,7 @@ def bisect(lab: Lab, n: int, worse: int, settings: Settings) -> Outcome:
     between = sorted(p for p in skipped if lo < p < hi)
     if between:
         base.state, base.candidates = AMBIGUOUS, [*between, hi]
+        base.after = dict.fromkeys(base.candidates, lo)
         base.message = (f"the change is in the range after position {lo} up to {hi}; "
                         f"{len(between)} commit(s) in it were skipped (they did not build or "
                         "run), so it cannot be narrowed to one commit")
@@ -177,11 +179,12 @@ def bisect(lab: Lab, n: int, worse: int, settings: Settings) -> Outcome:
         return base
     base.state = AMBIGUOUS
     ordered = sorted(fractions)
-    base.candidates = [b for a, b in zip(ordered, ordered[1:], strict=False)
-                       if fractions[b] - fractions[a] >= CANDIDATE_SHARE] or [hi]
+    base.after = {b: a for a, b in zip(ordered, ordered[1:], strict=False)
+                  if fractions[b] - fractions[a] >= CANDIDATE_SHARE} or {hi: lo}
+    base.candidates = list(base.after)
     base.message = (f"no single commit carries half of the {ends.change:+.1%} change (the "
                     f"last step, {pair.change:+.1%}, p={pair.p_value:.2g}): it is spread over "
-                    f"the candidates")
+                    f"the candidates (each somewhere after the commit measured before it)")
     return base
 
 
