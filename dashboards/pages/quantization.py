@@ -172,6 +172,8 @@ def build(state: State) -> Page:
     recipes = sorted({recipe for recipe, _ in new} | {recipe for recipe, _ in old})
     shapes = sorted({shape for _, shape in new} | {shape for _, shape in old}, key=_shape_key)
 
+    cells = _cells_table(state, recipes, shapes, new, old, base, threshold)
+    cells.paged(state)  # the heatmap shows them all; the table a page at a time
     figures = [_heatmap(f"Speedup over bf16 at {sha[:10]} ({arch}, {compile_mode})",
                         recipes, shapes, new)]
     if base:
@@ -181,8 +183,7 @@ def build(state: State) -> Page:
         filters={"repo": repo, "branch": branch, "sha": sha, "arch": arch,
                  "compile_mode": compile_mode, "base": base, "threshold": threshold,
                  "common": common_only},
-        tables=[_geomeans(recipes, new, old, base, threshold, common_only),
-                _cells_table(state, recipes, shapes, new, old, base, threshold)],
+        tables=[_geomeans(recipes, new, old, base, threshold, common_only), cells],
         figures=figures,
         context={"form": form, "missing": not new, "sanity": sanity_lines(new, shapes),
                  "compare_url": compare_url(repo, base, sha, benchmark=QUANT_BENCHMARK)},

@@ -132,6 +132,7 @@ def build(state: State) -> Page:
                               lambda row: 100 * row["passed"] / row["total"]
                               if row["total"] else None, "total"))
     tables.append(_points_table(points, passes, lines))
+    tables[-1].paged(state)  # a line's points per day over 90 days: hundreds of rows
     return Page(
         title="Trends",
         filters={**state.values, "start": start.isoformat(), "end": end.isoformat()},

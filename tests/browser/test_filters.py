@@ -43,3 +43,18 @@ def test_another_device_keeps_the_commit_it_has(page, demo):
     assert page.locator("p.note").count() == 0
     assert page.locator('select[name="sha"]').input_value() == sha(3)
     assert sum(trace["points"] for trace in traces(page)) > 0
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (1280, 720)], ids=["1440x900", "1280x720"])
+def test_default_pages_fit_in_4000_pixels(page, demo, size):
+    width, height = size
+    page.set_viewport_size({"width": width, "height": height})
+    for name, url in [("home", "/"), ("quantization", "/quantization/"), ("trends", "/trends/"),
+                      ("explorer", "/explorer/"), ("compilers", "/compilers/"),
+                      ("instructions", "/instructions/")]:
+        page.goto(url)
+        if name not in ("home", "compilers"):
+            traces(page)  # drawn
+        tall = page.evaluate("document.documentElement.scrollHeight")
+        assert tall <= 4000, f"{url} is {tall} px tall at {width}x{height}"
+        shot(page, f"{name}-{width}x{height}")
