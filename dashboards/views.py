@@ -1,6 +1,7 @@
 """Every HTML page is a builder, `build(state, **url_kwargs) -> Page`, served by `_page` as
-HTML, JSON (`?format=json`) or one of its tables as CSV (`?format=csv&table=NAME`); a bad
-parameter answers 400 naming it (`dashboards.errors`). Forms that change something (triage)
+HTML, JSON (`?format=json`) or one of its tables as CSV (`?format=csv&table=NAME`). A
+value a page cannot use is reset with a note on the HTML page (`State.fallback`) and answers
+400 naming it for JSON and CSV (`dashboards.errors`). Forms that change something (triage)
 are POST views that redirect back to their page."""
 
 from django.views.decorators.http import require_POST
