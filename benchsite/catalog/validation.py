@@ -1,16 +1,21 @@
 """Recipe validation by the runner's registry, problems keyed by the form field at fault.
 
-A custom recipe's config is built once here, as a worker would build it, when torch and
-torchao are installed in the web process; without them its class and arguments are checked
-for form only and the check says so.
+A custom recipe's config is built once, as a worker would build it, in a child process
+(recipe_build) where torch and torchao are installed; without them its class and arguments
+are checked for form only and the check says so.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import json
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
+from benchsite.catalog import recipe_build
 from benchsite.catalog.models import Recipe
 from runner.quant import recipes
 from runner.quant.spec import check_custom_recipe
@@ -23,8 +28,7 @@ SPEC_KEY_FIELDS = {
     "requires.min_capability": "min_capability", "requires.packages": "packages",
 }
 REQUIREMENT_FIELDS = ("devices", "min_capability", "packages")
-NOT_BUILT = ("torch and torchao are not installed in the web process: the config class and "
-             "its arguments were checked for form only; a worker builds them when it runs")
+BUILD_TIMEOUT_S = 120  # importing torch and torchao on a cold disk
 
 
 @dataclass
@@ -91,34 +95,32 @@ def _check_custom(values: dict[str, Any], check: RecipeCheck) -> None:
                   min_capability=values.get("min_capability") or "",
                   packages=values.get("packages") or []).spec_item()
     try:
-        custom = check_custom_recipe(item)
+        check_custom_recipe(item)
     except SpecError as error:
         for problem in error.problems:
             key, _, message = problem.partition(": ")
             check.add(SPEC_KEY_FIELDS.get(key.removeprefix("recipe.")), message)
         return
-    if not all(importlib.util.find_spec(module) for module in ("torch", "torchao")):
-        check.note = NOT_BUILT
-        return
+    _build(item, check)
+
+
+def _build(item: dict[str, Any], check: RecipeCheck) -> None:
+    """Build the config in a child process (recipe_build), as a worker would; the web
+    process never imports torch."""
     try:
-        custom.config_class()
-    except Exception as error:  # any import or type problem is the class path's
-        check.add("config", _describe(error))
+        done = subprocess.run([sys.executable, "-m", recipe_build.__name__], input=json.dumps(item),
+                              capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
+                              cwd=settings.BASE_DIR)
+        outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    except subprocess.TimeoutExpired:
+        check.note = (f"the config was not built: building it took over {BUILD_TIMEOUT_S} s "
+                      "(class and arguments checked for form only)")
         return
-    try:
-        custom.resolve().build()
-    except Exception as error:  # the constructor's own complaint, verbatim
-        check.add("kwargs", f"{custom.config} does not accept these arguments: "
-                            f"{_describe(error)}")
+    except (IndexError, ValueError):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        check.note = f"the config was not built: its build process failed ({tail})"
         return
-    import torchao  # optional in the web process: found above
-
-    check.checked_with = f"torchao {torchao.__version__}"
-
-
-def _describe(error: Exception) -> str:
-    if isinstance(error, ModuleNotFoundError):
-        return f"cannot import: no module named {error.name!r}"
-    if isinstance(error, AttributeError):
-        return f"cannot import: {error}"
-    return f"{type(error).__name__}: {error}"
+    if "field" in outcome:
+        check.add(outcome["field"], outcome["message"])
+    check.checked_with = outcome.get("checked_with", "")
+    check.note = outcome.get("note", "")

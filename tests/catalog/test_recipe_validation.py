@@ -2,10 +2,13 @@
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from benchsite.catalog import validation
+from benchsite.catalog import recipe_build
 from benchsite.catalog.models import Recipe
 from benchsite.catalog.validation import check_recipe
 from tests.catalog.conftest import CUSTOM_INT8
@@ -85,14 +88,29 @@ def test_custom_names_and_requirements(changes, field, expected):
     assert list(check.errors) == [field] and expected in check.errors[field][0]
 
 
-def test_without_torchao_in_the_web_process_the_form_is_checked_and_that_is_said(monkeypatch):
+def test_without_torchao_the_form_is_checked_and_that_is_said(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(validation.importlib.util, "find_spec",
+    monkeypatch.setattr(recipe_build.importlib.util, "find_spec",
                         lambda name, *a: None if name in ("torch", "torchao") else real(name, *a))
-    check = custom(kwargs={"group_sise": 32})
-    assert check.errors == {} and check.checked_with == ""
-    assert "not installed in the web process" in check.note
-    assert "config" in custom(config="torch.nn.Linear").errors
+    item = Recipe(**{**CUSTOM_INT8, "kwargs": {"group_sise": 32}}).spec_item()
+    assert "not installed beside the web server" in recipe_build.build(item)["note"]
+
+
+def test_the_web_process_never_imports_torch_to_check_a_recipe():
+    """The config is built in a child process; this process (a fresh one, as a web server
+    starts) checks a recipe and still has no torch."""
+    script = (
+        "import sys, django; django.setup()\n"
+        "from benchsite.catalog.validation import check_recipe\n"
+        f"check = check_recipe({CUSTOM_INT8!r})\n"
+        "bad = check_recipe({**" + repr(CUSTOM_INT8) + ", 'kwargs': {'group_sise': 32}})\n"
+        "print(check.checked_with, 'torch' in sys.modules, bad.errors['kwargs'][0], sep='|')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "DJANGO_SETTINGS_MODULE": "benchsite.settings"},
+                          check=True, timeout=300)
+    checked_with, imported, error = done.stdout.strip().splitlines()[-1].split("|")
+    assert checked_with.startswith("torchao ") and imported == "False"
+    assert "unexpected keyword argument 'group_sise'" in error
 
 
 def test_the_admin_shows_errors_next_to_the_field_and_a_valid_recipe_saves(
