@@ -1,3 +1,5 @@
+import re
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
@@ -13,6 +15,7 @@ from benchsite.results.ingest import delete_uploads
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
 
 DOWNLOAD_PAYLOAD = "results.download_payload"
+REPO = re.compile(r"[\w.-]+/[\w.*-]+")  # GitHub's owner and name characters; * as in owner/*
 ADD_JOB = "jobs.add_job"
 
 
@@ -36,6 +39,15 @@ class UploadTokenForm(forms.ModelForm):
         self.fields["queues"].choices = [(queue, queue) for queue in known]
 
     user = None  # who edits: set by UploadTokenAdmin.get_form
+
+    def clean_repos(self):
+        repos = self.cleaned_data["repos"]
+        bad = [repo for repo in repos if not REPO.fullmatch(repo)]
+        if bad:
+            raise forms.ValidationError([
+                f"{repo!r}: expected OWNER/NAME or OWNER/* as plain text, one a line or "
+                "comma-separated (no quotes or brackets)" for repo in bad])
+        return repos
 
     def clean(self):
         cleaned = super().clean()
