@@ -1,16 +1,18 @@
 """Run page: where a run came from (commit, CI job, machine) and every result it holds, a
-page at a time, narrowed by benchmark, metric and model."""
+page at a time (each benchmark's headline metric first), narrowed by benchmark, metric and
+model."""
 
 from __future__ import annotations
 
 import re
 
-from django.db.models import Count, Q
+from django.db.models import Case, Count, Q, When
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from benchsite.jobs.models import JobCell
 from benchsite.results.models import Result, Run
+from dashboards.filters import HEADLINE
 from dashboards.pages.common import (
     interval_of,
     measured_text,
@@ -86,23 +88,24 @@ def build(state: State, pk: int) -> Page:
     model = state.text("model")
     chosen = {"series__benchmark": benchmark, "series__metric": metric,
               "series__model__icontains": model}
+    headline = Case(When(series__metric__in=list(HEADLINE.values()), then=0), default=1)
     rows = (results.filter(**{k: v for k, v in chosen.items() if v})
-            .order_by("series__benchmark", "series__metric", "series__model", "id")
-            .values_list("series__benchmark", "series__model", "series__backend",
-                         "series__mode", "series__dtype", "series__arch", "series__metric",
-                         "value", "target", "values", "extra_info", "string_values"))
+            .order_by("series__benchmark", headline, "series__metric", "series__model", "id")
+            .values_list("series__benchmark", "series__model", "series__metric", "value",
+                         "values", "extra_info", "target", "series__backend", "series__mode",
+                         "series__dtype", "series__arch", "string_values"))
     shown, paging = paged(state, rows)
-    table = Table("results", ["benchmark", "model", "backend", "mode", "dtype", "arch",
-                              "metric", "value", "target", "spread", "string values"], [],
+    table = Table("results", ["benchmark", "model", "metric", "value", "spread", "target",
+                              "backend", "mode", "dtype", "arch", "string values"], [],
                   paging=paging)
     explorer = reverse("dashboards:explorer")
-    for *series, value, target, values, info, strings in shown:
+    for *series, value, values, info, target, backend, mode, dtype, arch, strings in shown:
         spread = spread_text(values, info)
-        table.rows.append([*series, value, target, spread,
+        table.rows.append([*series, value, spread, target, backend, mode, dtype, arch,
                            ", ".join(strings) if strings else None])
-        table.classes.append({9: "noise"} if spread and "unstable" in spread else {})
+        table.classes.append({4: "noise"} if spread and "unstable" in spread else {})
         table.links.append({1: page_url(explorer, repo=run.repo, benchmark=series[0],
-                                        model=series[1], metric=series[6],
+                                        model=series[1], metric=series[2],
                                         branch=run.head_branch, range="90d")})
     return Page(
         title=f"Run {run.pk}",

@@ -85,10 +85,15 @@ def test_the_run_page_pages_and_filters_its_results(client, demo):
                                "page": 1, "pages": -(-run.result_count // PER_PAGE),
                                "rows": run.result_count}
     assert len(page["tables"][0]["rows"]) == PER_PAGE
+    assert page["tables"][0]["columns"][:5] == ["benchmark", "model", "metric", "value",
+                                                "spread"]
+    metrics = [row[2] for row in page["tables"][0]["rows"]]
+    assert metrics[0] == "Fwd Speedup (x)"  # the benchmark's headline metric first
 
     only = get_json(client, f"/runs/{run.pk}/?metric=Fwd Speedup (x)&model=int8wo&page=all")
     rows = only["tables"][0]["rows"]
-    assert rows and {row[6] for row in rows} == {"Fwd Speedup (x)"}
+    assert rows and {row[2] for row in rows} == {"Fwd Speedup (x)"}
+    assert all(row[4].startswith("95% CI ") for row in rows)  # the spread beside the value
     assert all("int8wo" in row[1] for row in rows) and only["filters"]["page"] == "all"
     assert len(rows) == Result.objects.filter(run=run, series__metric="Fwd Speedup (x)",
                                               series__model__icontains="int8wo").count()
