@@ -10,13 +10,19 @@ slowdown at commit 17) in a temporary folder and bisects it end to end, as a wor
 
 from __future__ import annotations
 
-import argparse
-import math
-import os
 import sys
-import tempfile
-import time
-from pathlib import Path
+
+# This file's name is the standard library's `bisect` (which `random` and `tempfile` import):
+# run as a script, its folder comes first on sys.path, so it is dropped before any import.
+if sys.path and sys.path[0] == __file__.rpartition("/")[0]:
+    del sys.path[0]
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +48,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from benchsite.access.models import AllowedCodeModule
-    from benchsite.bisects.models import Source
+    from benchsite.bisects.models import Source, describe
     from benchsite.bisects.start import start_spec
     from runner.sources import demo
 
@@ -68,8 +74,7 @@ def main() -> None:
         steps = list(bisect.steps.all())
         measured = [step for step in steps if step.rounds]
         rounds = sum(len(step.rounds) for step in measured)
-        reps = sum(len(v) for step in measured for r in step.rounds for v in r["values"].values()
-                   if v) // max(1, len(bisect.cells))
+        reps = sum(len(step["values"]) for step in describe(bisect)["steps"])
         per_round = wall / max(rounds, 1)
         print(f"{run:>3} {bisect.state:>10} {str(bisect.culprit_sha == shas[demo.SLOW]):>5} "
               f"{len(measured):>8} {bound:>5} {len(steps) - len(measured):>7} {rounds:>6} "
