@@ -93,7 +93,10 @@ class SiteLab:
             self.skip(step, f"does not run: {error.reason}\n{error.output_tail}")
         failed = [run for run in runs if run.status != OK]
         if self.bisect.kind == Bisect.Kind.BISECT and failed:
-            self.skip(step, f"its cell {failed[0].status}: {failed[0].error[-4000:]}")
+            error = failed[0].error.strip()
+            self.skip(step, f"does not run: its cell {failed[0].status}: "
+                            f"{error.splitlines()[-1] if error else 'no error given'}\n"
+                            f"{error[-4000:]}")
         values = {label(run.key, record["metric"]["name"]): record["metric"]["benchmark_values"]
                   for run in runs for record in run.records
                   if record["metric"].get("benchmark_values")}
