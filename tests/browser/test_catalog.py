@@ -47,7 +47,7 @@ def test_recipe_config_run_now_and_results_on_the_quantization_page(page):
     page.select_option("#id_queue", "cpu")
     page.click("input[type=submit]")
     job = Job.objects.get()
-    assert f"job {job.pk} submitted, 2 cells on queue cpu" in page.locator(
+    assert f"job {job.pk} queued, 2 cells on queue cpu" in page.locator(
         ".messagelist").inner_text()
     assert f"job {job.pk}: succeeded, queue cpu" in page.locator(
         ".field-recent_jobs").inner_text()
