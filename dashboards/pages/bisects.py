@@ -43,7 +43,7 @@ def build_detail(state, pk: int) -> Page:
         [_ab_figure(bisect, steps)]
     compare = ""
     if bisect.kind == Bisect.Kind.AB and bisect.good_sha and bisect.bad_sha:
-        compare = page_url("dashboards:compare", base=bisect.good_sha, head=bisect.bad_sha,
+        compare = page_url("dashboards:compare", bisect.good_sha, bisect.bad_sha,
                            repo=bisect.source.repo)
     return Page(
         title=f"{bisect.get_kind_display().capitalize()} {bisect.pk}",

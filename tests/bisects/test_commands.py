@@ -44,7 +44,7 @@ def test_a_range_without_a_change_is_not_reproduced_exit_3(spec, demo_repo, sett
     assert made.repo == "local/repo"
 
 
-def test_bench_ab_runs_both_refs_interleaved(spec, demo_repo, settings, capsys):
+def test_bench_ab_runs_both_refs_interleaved(spec, demo_repo, settings, capsys, client):
     settings.BENCH_BISECT_AB_ROUNDS = 2
     path, shas = demo_repo
     Source.objects.create(name="demo", location=str(path), repo="demo/pkg")
@@ -59,6 +59,10 @@ def test_bench_ab_runs_both_refs_interleaved(spec, demo_repo, settings, capsys):
     assert ab.kind == "ab" and [len(s.rounds) for s in ab.steps.all()] == [2, 2]
     [row] = [r for r in ab.outcome["series"] if r["series"].endswith("abs_latency")]
     assert row["change"] > 2 and row["p_value"] < 0.05
+    page = client.get(ab.get_absolute_url()).content.decode()
+    assert 'id="compare-link"' in page and f"/compare/{shas[demo.SLOW - 1]}..." in page
+    assert client.get(ab.get_absolute_url(), {"format": "json"}).json()["figures"][0][
+        "data"][0]["type"] == "box"
 
 
 def test_bad_options_are_named(spec, demo_repo):

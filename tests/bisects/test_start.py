@@ -72,6 +72,8 @@ def test_the_api_needs_a_token_with_submit_jobs_its_repo_and_queue(source, api, 
     assert body["cells"] == [KEY] and body["source"] == "demo"
     got = api.get(f"/api/v3/bisects/{body['id']}").json()
     assert got["id"] == body["id"] and got["branch"] == f"bisect/{body['id']}"
+    pending = api.get(f"/bisects/{body['id']}/")  # the page of a bisect not started yet
+    assert pending.status_code == 200 and "Pending" in pending.content.decode()
 
 
 @pytest.fixture
