@@ -7,7 +7,7 @@ a compilers spec benchmarks on CPU, over 25 commits of which
 
     python -m runner.sources.demo /tmp/demo-repo     # prints the spec and the shas
 
-`make(path)` (tests, perf/bisect.py) returns the shas, oldest first.
+`make(path)` (tests, perf/bisection.py) returns the shas, oldest first.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ and the server keeps serving (each case ends with an upload that is stored)."""
 
 import io
 import json
+import re
 
 import pytest
 
@@ -215,15 +216,24 @@ def test_a_time_zone_offset_beyond_15_59_in_an_api_filter(api, url):
     ("/explorer/?start=0001-01-01T00:00:00%2B01:00", "start"),
 ])
 def test_a_time_out_of_reach_in_a_page_filter(client, db, url, name):
-    response = client.get(url)
-    assert response.status_code == 400
-    assert name in response.content.decode()
+    """A page falls back with a note (issue 15: a page never dead-ends); its JSON refuses
+    the value by name."""
+    page = client.get(url)
+    assert page.status_code == 200
+    assert re.search(r"(refused|out of range)", page.content.decode())
+    refused = client.get(url + "&format=json")
+    assert refused.status_code == 400
+    assert refused.json()["parameter"] == name and refused.json()["error"].startswith(name)
 
 
 def test_a_nul_character_in_a_page_filter(client, db):
-    response = client.get("/regressions/reports/?repo=a%00")
-    assert response.status_code == 400
-    assert "repo: contains a NUL character" in response.content.decode()
+    page = client.get("/regressions/reports/?repo=a%00")
+    assert page.status_code == 200
+    assert "repo: contains a NUL character, which no text column holds; ignored" in \
+        page.content.decode()
+    refused = client.get("/regressions/reports/?repo=a%00&format=json")
+    assert refused.status_code == 400
+    assert refused.json()["error"].startswith("repo: contains a NUL character")
 
 
 def test_a_day_out_of_reach_in_the_regressions_filter(client, db):

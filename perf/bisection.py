@@ -1,7 +1,7 @@
 """Bisection cost on the demo repository: commits measured, rounds and wall time against the
 log2 bound, and against measuring every commit once (the rounds' own mean time, this run).
 
-    .venv/bin/python perf/bisect.py [--commits 25] [--mode command|pythonpath] [--runs 1]
+    .venv/bin/python perf/bisection.py [--commits 25] [--mode command|pythonpath] [--runs 1]
 
 Makes the demo repository (runner.sources.demo: a build broken for two commits, an 8x
 slowdown at commit 17) in a temporary folder and bisects it end to end, as a worker does
@@ -10,19 +10,13 @@ slowdown at commit 17) in a temporary folder and bisects it end to end, as a wor
 
 from __future__ import annotations
 
+import argparse
+import math
+import os
 import sys
-
-# This file's name is the standard library's `bisect` (which `random` and `tempfile` import):
-# run as a script, its folder comes first on sys.path, so it is dropped before any import.
-if sys.path and sys.path[0] == __file__.rpartition("/")[0]:
-    del sys.path[0]
-
-import argparse  # noqa: E402
-import math  # noqa: E402
-import os  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import tempfile
+import time
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
