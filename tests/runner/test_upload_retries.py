@@ -13,6 +13,8 @@ import pytest
 from runner.cli import main
 from runner.upload import retry_after
 
+RUN = ["--repo", "pytorch/ao", "--head-branch", "main", "--head-sha", "a" * 40]
+
 
 class Flaky(BaseHTTPRequestHandler):
     """Answers each file (told apart by its content, `[{"file": NAME}]`) by a script of
@@ -71,7 +73,7 @@ def test_broken_transfers_are_retried_and_every_file_is_tried(server, tmp_path, 
         (tmp_path / f"{name}.json").write_text(f'[{{"file": "{name}"}}]')
     monkeypatch.chdir(tmp_path)
     assert main(["upload", "cut.json", "down.json", "fine.json", "--server", server,
-                 "--token", "t", "--retries", "4", "--backoff", "0"]) == 1
+                 "--token", "t", "--retries", "4", "--backoff", "0", *RUN]) == 1
     out, err = capsys.readouterr()
     assert len(Flaky.seen["cut"]) == 5 and len(set(Flaky.seen["cut"])) == 1  # one key
     assert "cut.json: stored as upload 7" in out and "fine.json: stored as upload 7" in out
@@ -85,7 +87,7 @@ def test_a_response_cut_short_every_time_is_reported(server, tmp_path, capsys, m
     (tmp_path / "a.json").write_text('[{"file": "a"}]')
     monkeypatch.chdir(tmp_path)
     assert main(["upload", "a.json", "--server", server, "--token", "t", "--retries", "2",
-                 "--backoff", "0"]) == 1
+                 "--backoff", "0", *RUN]) == 1
     err = capsys.readouterr().err
     assert "gave up after 3 attempts: IncompleteRead" in err
     assert len(Flaky.seen["a"]) == 3
