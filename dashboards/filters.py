@@ -20,6 +20,7 @@ from django.db.models import Count
 from benchsite import dates
 from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Series
+from dashboards.choices import repos_and_benchmarks, summary_choices
 from dashboards.state import RANGES, State, not_one_of
 from runner.contract.names import (
     COMPILERS_BENCHMARK,
@@ -172,6 +173,48 @@ class Filters(forms.Form):
             if label is not None:
                 return str(label)
         return _text(value) or "none"
+
+
+class BranchAndDevice:
+    """Branch and device choices of a filters form: those with results of the page's own
+    benchmark (`BENCHMARK`) or of the chosen `benchmark`; by default the repo's default
+    branch and the busiest device."""
+
+    BENCHMARK = ""  # a page about one benchmark; else the form has a `benchmark` field
+
+    def benchmark_of(self, values) -> str:
+        return self.BENCHMARK or values["benchmark"]
+
+    def options_branch(self, values):
+        return pairs(summary_choices("branch", repo=values["repo"],
+                                     benchmark=self.benchmark_of(values)))
+
+    def default_branch(self, values, choices):
+        return default_branch(values["repo"], choices)
+
+    def options_arch(self, values):
+        return pairs(summary_choices("arch", repo=values["repo"], branch=values["branch"],
+                                     benchmark=self.benchmark_of(values)))
+
+    def default_arch(self, values, choices):
+        return busiest_arch(values["repo"], self.benchmark_of(values), choices)
+
+
+class AnyBenchmark(BranchAndDevice):
+    """Repo -> benchmark among every stored one (pytorch/ao and its busiest benchmark by
+    default) -> branch -> device."""
+
+    def options_repo(self, values):
+        return pairs(repos_and_benchmarks()[0])
+
+    def default_repo(self, values, choices):
+        return prefer(choices, "pytorch/ao")
+
+    def options_benchmark(self, values):
+        return pairs(repos_and_benchmarks(values["repo"])[1])
+
+    def default_benchmark(self, values, choices):
+        return busiest("benchmark", choices, repo=values["repo"])
 
 
 class TimeRange(Filters):

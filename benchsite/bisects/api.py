@@ -4,16 +4,15 @@ commits) and follow it."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import generics, permissions, serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from benchsite.bisects.models import Bisect, describe
 from benchsite.bisects.start import BisectRefused, find_source, start_regression, start_spec
-from benchsite.jobs.api import check_token_queue
+from benchsite.jobs.api import CanSubmitJobs, check_token_queue
 from benchsite.regressions.models import Regression
-from benchsite.results.models import UploadToken
 from benchsite.results.tokens import SiteApiAccess, token_of
 
 
@@ -46,20 +45,11 @@ class StartSerializer(serializers.Serializer):
         return data
 
 
-class CanStartBisects(permissions.BasePermission):
-    """A token with the submit_jobs scope (its repos and queues are checked by the view) or
-    a user allowed to add bisects."""
+class CanStartBisects(CanSubmitJobs):
+    """Bisects run code on the workers as jobs do: the same token scope, or a user allowed
+    to add bisects."""
 
-    def has_permission(self, request, view):
-        if request.method in permissions.SAFE_METHODS:
-            return True
-        token = token_of(request)
-        if token is not None:
-            if not token.can(UploadToken.Scope.SUBMIT_JOBS):
-                raise PermissionDenied(f"token {token.name!r} has no 'submit_jobs' scope "
-                                       f"(its scopes: {token.scopes})")
-            return True
-        return bool(request.user and request.user.has_perm("bisects.add_bisect"))
+    user_permission = "bisects.add_bisect"
 
 
 class BisectList(APIView):

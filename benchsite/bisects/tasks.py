@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import traceback
 from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import DatabaseError, connection
 from django.db.models import F, Q
 from django.utils import timezone
 
 from benchsite.bisects import execute
 from benchsite.bisects.models import Bisect
+from benchsite.jobs.heartbeat import Heartbeat
 from benchsite.jobs.tasks import died_here
 
 logger = logging.getLogger(__name__)
@@ -38,7 +37,9 @@ def run_bisect(self, bisect_id: int) -> str:
         if self.request.is_eager:
             execute.run(bisect)
         else:
-            with Heartbeat(bisect.pk, worker):
+            with Heartbeat(Bisect.objects.filter(pk=bisect.pk, worker=worker,
+                                                 state=Bisect.State.RUNNING),
+                           f"bisect {bisect.pk}"):
                 execute.run(bisect)
     except Exception:
         logger.exception("bisect %s failed", bisect_id)
@@ -63,36 +64,3 @@ def claim(bisect_id: int, worker: str) -> Bisect | None:
         started_at=now, heartbeat_at=now)
     return Bisect.objects.select_related("source", "head_source", "regression").get(
         pk=bisect_id) if claimed else None
-
-
-class Heartbeat:
-    """A thread writing the bisect's heartbeat every BENCH_HEARTBEAT_INTERVAL s while it
-    runs: it stops exactly when the process running it dies."""
-
-    def __init__(self, bisect_id: int, worker: str):
-        self.bisect_id, self.worker = bisect_id, worker
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True,
-                                        name=f"heartbeat-bisect-{bisect_id}")
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _beat(self) -> None:
-        try:
-            while not self._stop.wait(settings.BENCH_HEARTBEAT_INTERVAL):
-                try:
-                    Bisect.objects.filter(pk=self.bisect_id, worker=self.worker,
-                                          state=Bisect.State.RUNNING).update(
-                        heartbeat_at=timezone.now())
-                except DatabaseError:
-                    logger.warning("heartbeat of bisect %s not written", self.bisect_id,
-                                   exc_info=True)
-                    connection.close()
-        finally:
-            connection.close()

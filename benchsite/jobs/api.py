@@ -66,7 +66,9 @@ class SubmitSerializer(serializers.Serializer):
 
 class CanSubmitJobs(permissions.BasePermission):
     """A token with the submit_jobs scope (for its repos and queues, checked by the view) or
-    a user allowed to add jobs."""
+    a user with `user_permission`."""
+
+    user_permission = "jobs.add_job"
 
     def has_permission(self, request, view):
         if request.method in permissions.SAFE_METHODS:
@@ -77,7 +79,7 @@ class CanSubmitJobs(permissions.BasePermission):
                 raise PermissionDenied(f"token {token.name!r} has no 'submit_jobs' scope "
                                        f"(its scopes: {token.scopes})")
             return True
-        return bool(request.user and request.user.has_perm("jobs.add_job"))
+        return bool(request.user and request.user.has_perm(self.user_permission))
 
 
 def check_token_queue(token: UploadToken | None, queue: str) -> None:

@@ -1,6 +1,7 @@
-"""A running cell's heartbeat: a thread of the process running it writes the time every
+"""A running unit's heartbeat: a thread of the process running it writes the time every
 BENCH_HEARTBEAT_INTERVAL s, so it stops exactly when that process dies (killed pool child,
-lost worker, lost machine) and the sweeper can tell (BENCH_HEARTBEAT_TIMEOUT)."""
+lost worker, lost machine) and the sweeper can tell (BENCH_HEARTBEAT_TIMEOUT). Job cells and
+bisects both beat this way."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import threading
 
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from benchsite.jobs.models import JobCell
@@ -17,14 +19,15 @@ logger = logging.getLogger(__name__)
 
 
 class Heartbeat:
-    """`with Heartbeat(cell_id, worker):` around the cell's run."""
+    """`with Heartbeat(rows, "cell 7"):` around the run: `rows` (still running on this
+    worker) get `heartbeat_at` set on every beat."""
 
-    def __init__(self, cell_id: int, worker: str):
-        self.cell_id = cell_id
-        self.worker = worker
+    def __init__(self, rows: QuerySet, what: str):
+        self.rows = rows
+        self.what = what
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True,
-                                        name=f"heartbeat-cell-{cell_id}")
+                                        name=f"heartbeat-{what.replace(' ', '-')}")
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
@@ -38,13 +41,16 @@ class Heartbeat:
         try:
             while not self._stop.wait(settings.BENCH_HEARTBEAT_INTERVAL):
                 try:
-                    JobCell.objects.filter(
-                        pk=self.cell_id, status=JobCell.Status.RUNNING, worker=self.worker
-                    ).update(heartbeat_at=timezone.now())
+                    self.rows.update(heartbeat_at=timezone.now())
                 except DatabaseError:
                     # The server dropped this thread's connection: a new one next time.
-                    logger.warning("heartbeat of cell %s not written", self.cell_id,
-                                   exc_info=True)
+                    logger.warning("heartbeat of %s not written", self.what, exc_info=True)
                     connection.close()
         finally:
             connection.close()  # this thread's own connection
+
+
+def cell_heartbeat(cell_id: int, worker: str) -> Heartbeat:
+    """The heartbeat of a job cell while it runs on `worker`."""
+    return Heartbeat(JobCell.objects.filter(pk=cell_id, status=JobCell.Status.RUNNING,
+                                            worker=worker), f"cell {cell_id}")

@@ -35,7 +35,7 @@ from benchsite.jobs.broker import (
     forget_reservations,
     stale_reservations,
 )
-from benchsite.jobs.heartbeat import Heartbeat
+from benchsite.jobs.heartbeat import cell_heartbeat
 from benchsite.jobs.models import Job, JobCell
 from benchsite.results.ingest import store_upload
 from benchsite.results.models import Upload
@@ -90,7 +90,7 @@ def run_cell(self, cell_id: int) -> str:
         if self.request.is_eager:  # in-process: nothing can die apart from the caller
             execute(cell)
         else:
-            with Heartbeat(cell.pk, worker):
+            with cell_heartbeat(cell.pk, worker):
                 execute(cell)
     except SoftTimeLimitExceeded:
         finish(cell, JobCell.Status.FAILED,

@@ -18,7 +18,11 @@ from benchsite.regressions.compare import (
 from benchsite.regressions.detect.judge import IMPROVEMENT, NOISY, REGRESSION, STATES
 from benchsite.results.models import Run
 from dashboards import charts
-from dashboards.pages.common import geomean, page_url, repos_and_benchmarks
+from dashboards.choices import repos_and_benchmarks
+from dashboards.pages.common import (
+    geomean,
+    page_url,
+)
 from dashboards.pages.runs import links
 from dashboards.paging import paged
 from dashboards.render import Page, Table

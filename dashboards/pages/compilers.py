@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 from benchsite.results.ingest.summaries import PASS_VALUES
 from benchsite.results.models import Result
+from dashboards.choices import series_options, summary_choices
 from dashboards.filters import (
+    BranchAndDevice,
     Filters,
-    busiest_arch,
     choice,
     commit_choices,
-    default_branch,
     pairs,
     percent,
     prefer,
@@ -33,8 +33,6 @@ from dashboards.pages.common import (
     compare_url,
     latest_shas,
     page_url,
-    series_options,
-    summary_choices,
 )
 from dashboards.render import Page, Table
 from dashboards.state import State
@@ -73,7 +71,7 @@ class Scope:
         return self.memory_threshold if metric == MEMORY else self.threshold
 
 
-class CompilerFilters(Filters):
+class CompilerFilters(BranchAndDevice, Filters):
     """Repo -> benchmark (those with compile times: HUD-shaped records) -> branch -> device
     -> the two commits -> mode -> precision."""
 
@@ -106,20 +104,6 @@ class CompilerFilters(Filters):
 
     def default_benchmark(self, values, choices):
         return prefer(choices, COMPILERS_BENCHMARK)
-
-    def options_branch(self, values):
-        return pairs(summary_choices("branch", repo=values["repo"],
-                                     benchmark=values["benchmark"]))
-
-    def default_branch(self, values, choices):
-        return default_branch(values["repo"], choices)
-
-    def options_arch(self, values):
-        return pairs(summary_choices("arch", repo=values["repo"], branch=values["branch"],
-                                     benchmark=values["benchmark"]))
-
-    def default_arch(self, values, choices):
-        return busiest_arch(values["repo"], values["benchmark"], choices)
 
     def options_new(self, values):
         self.shas = latest_shas(values["repo"], values["benchmark"], values["branch"],

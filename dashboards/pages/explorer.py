@@ -7,25 +7,21 @@ from django.urls import reverse
 
 from benchsite.results.models import Result, Series
 from dashboards import charts
+from dashboards.choices import series_options
 from dashboards.filters import (
     ALL,
+    AnyBenchmark,
     TimeRange,
-    busiest,
     busiest_arch,
     choice,
     column_name,
-    default_branch,
     headline_metric,
     pairs,
     percent,
-    prefer,
 )
 from dashboards.pages.common import (
     IsoUtc,
     change_class,
-    repos_and_benchmarks,
-    series_options,
-    summary_choices,
 )
 from dashboards.render import Page, Table
 from dashboards.state import State
@@ -37,7 +33,7 @@ FACETS = ("backend", "mode", "dtype", "suite", "device", "compile_mode")
 LABEL_PARTS = ("model", "backend", "mode", "dtype", "arch", "compile_mode")
 
 
-class ExplorerFilters(TimeRange):
+class ExplorerFilters(AnyBenchmark, TimeRange):
     """Repo -> benchmark -> branch -> metric and device (default the headline metric on the
     busiest device; every metric of a model drilled into) -> facets."""
 
@@ -62,25 +58,6 @@ class ExplorerFilters(TimeRange):
                "metric": ("repo", "benchmark"), "arch": ("repo", "benchmark", "branch"),
                **{facet: ("repo", "benchmark") for facet in FACETS}}
     facets = FACETS
-
-    def options_repo(self, values):
-        return pairs(repos_and_benchmarks()[0])
-
-    def default_repo(self, values, choices):
-        return prefer(choices, "pytorch/ao")
-
-    def options_benchmark(self, values):
-        return pairs(repos_and_benchmarks(values["repo"])[1])
-
-    def default_benchmark(self, values, choices):
-        return busiest("benchmark", choices, repo=values["repo"])
-
-    def options_branch(self, values):
-        return pairs(summary_choices("branch", repo=values["repo"],
-                                     benchmark=values["benchmark"]))
-
-    def default_branch(self, values, choices):
-        return default_branch(values["repo"], choices)
 
     def options_metric(self, values):
         self.options = series_options(("metric", "arch", *FACETS), repo=values["repo"],

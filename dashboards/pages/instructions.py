@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Result
 from dashboards import charts
+from dashboards.choices import series_options
 from dashboards.filters import (
+    BranchAndDevice,
     Filters,
-    busiest_arch,
     choice,
     commit_choices,
-    default_branch,
     pairs,
     percent,
     prefer,
@@ -24,8 +24,6 @@ from dashboards.pages.common import (
     change_class,
     compare_url,
     latest_shas,
-    series_options,
-    summary_choices,
 )
 from dashboards.render import Page, Table
 from dashboards.state import State
@@ -122,9 +120,11 @@ def largest_change(repo: str, arch: str,
     return best
 
 
-class InstructionFilters(Filters):
+class InstructionFilters(BranchAndDevice, Filters):
     """Repo -> branch -> device -> head and base (default: the largest change among the
     recent commits) -> the benchmark charted (default: the one that changed most)."""
+
+    BENCHMARK = INSTRUCTIONS_BENCHMARK
 
     repo = choice("Repo")
     branch = choice("Branch")
@@ -143,20 +143,6 @@ class InstructionFilters(Filters):
 
     def default_repo(self, values, choices):
         return prefer(choices, "pytorch/pytorch")
-
-    def options_branch(self, values):
-        return pairs(summary_choices("branch", repo=values["repo"],
-                                     benchmark=INSTRUCTIONS_BENCHMARK))
-
-    def default_branch(self, values, choices):
-        return default_branch(values["repo"], choices)
-
-    def options_arch(self, values):
-        return pairs(summary_choices("arch", repo=values["repo"], branch=values["branch"],
-                                     benchmark=INSTRUCTIONS_BENCHMARK))
-
-    def default_arch(self, values, choices):
-        return busiest_arch(values["repo"], INSTRUCTIONS_BENCHMARK, choices)
 
     def options_head(self, values):
         self.shas = latest_shas(values["repo"], INSTRUCTIONS_BENCHMARK, values["branch"],

@@ -12,6 +12,7 @@ from django.db.models import Case, JSONField, When
 
 from benchsite.results.models import Result
 from dashboards import charts
+from dashboards.choices import series_options, summary_choices
 from dashboards.pages.common import (
     Interval,
     geomean,
@@ -19,8 +20,6 @@ from dashboards.pages.common import (
     interval_of,
     latest_shas,
     measured_text,
-    series_options,
-    summary_choices,
 )
 from dashboards.peaks import Peak, peak_bandwidth
 from dashboards.render import Page, Table

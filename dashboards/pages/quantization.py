@@ -10,12 +10,12 @@ from django.urls import reverse
 
 from benchsite.results.models import Result
 from dashboards import charts
+from dashboards.choices import series_options, summary_choices
 from dashboards.filters import (
+    BranchAndDevice,
     Filters,
-    busiest_arch,
     choice,
     commit_choices,
-    default_branch,
     pairs,
     percent,
     prefer,
@@ -31,8 +31,6 @@ from dashboards.pages.common import (
     measured_text,
     page_url,
     sanity_verdict,
-    series_options,
-    summary_choices,
     within_noise,
 )
 from dashboards.render import Page, Table
@@ -103,9 +101,11 @@ def _shape_key(shape: str) -> tuple:
     return tuple(int(p) if p.isdigit() else math.inf for p in parts), shape
 
 
-class QuantFilters(Filters):
+class QuantFilters(BranchAndDevice, Filters):
     """Repo -> branch -> device -> commit -> compile mode; the base commit among the
     device's commits."""
+
+    BENCHMARK = QUANT_BENCHMARK
 
     repo = choice("Repo")
     branch = choice("Branch")
@@ -125,19 +125,6 @@ class QuantFilters(Filters):
 
     def default_repo(self, values, choices):
         return prefer(choices, "pytorch/ao")
-
-    def options_branch(self, values):
-        return pairs(summary_choices("branch", repo=values["repo"], benchmark=QUANT_BENCHMARK))
-
-    def default_branch(self, values, choices):
-        return default_branch(values["repo"], choices)
-
-    def options_arch(self, values):
-        return pairs(summary_choices("arch", repo=values["repo"], branch=values["branch"],
-                                      benchmark=QUANT_BENCHMARK))
-
-    def default_arch(self, values, choices):
-        return busiest_arch(values["repo"], QUANT_BENCHMARK, choices)
 
     def options_sha(self, values):
         self.shas = latest_shas(values["repo"], QUANT_BENCHMARK, values["branch"],

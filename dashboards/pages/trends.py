@@ -10,19 +10,20 @@ from django.db.models.functions import Trunc
 
 from benchsite.results.models import RunSummary
 from dashboards import charts
+from dashboards.choices import series_options, summary_choices
 from dashboards.filters import (
     ALL,
+    AnyBenchmark,
     TimeRange,
-    busiest,
     busiest_arch,
     choice,
     column_name,
-    default_branch,
     headline_metric,
     pairs,
-    prefer,
 )
-from dashboards.pages.common import page_url, repos_and_benchmarks, series_options, summary_choices
+from dashboards.pages.common import (
+    page_url,
+)
 from dashboards.render import Page, Table
 from dashboards.state import GRANULARITIES, State
 
@@ -31,7 +32,7 @@ FACETS = ("mode", "dtype", "backend", "suite", "compile_mode")
 ACCURACY = "accuracy"
 
 
-class TrendFilters(TimeRange):
+class TrendFilters(AnyBenchmark, TimeRange):
     """Repo -> benchmark -> branch -> metric, device, lines and facets. A line never
     averages devices: one device (default the busiest), or a line per device."""
 
@@ -53,25 +54,6 @@ class TrendFilters(TimeRange):
                "metric": ("repo", "benchmark"), "arch": ("repo", "benchmark", "branch"),
                **{facet: ("repo", "benchmark") for facet in FACETS}}
     facets = FACETS
-
-    def options_repo(self, values):
-        return pairs(repos_and_benchmarks()[0])
-
-    def default_repo(self, values, choices):
-        return prefer(choices, "pytorch/ao")
-
-    def options_benchmark(self, values):
-        return pairs(repos_and_benchmarks(values["repo"])[1])
-
-    def default_benchmark(self, values, choices):
-        return busiest("benchmark", choices, repo=values["repo"])
-
-    def options_branch(self, values):
-        return pairs(summary_choices("branch", repo=values["repo"],
-                                     benchmark=values["benchmark"]))
-
-    def default_branch(self, values, choices):
-        return default_branch(values["repo"], choices)
 
     def options_metric(self, values):
         self.options = series_options(("metric", *FACETS), repo=values["repo"],

@@ -15,7 +15,7 @@ from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 
 from benchsite.jobs import broker, tasks
-from benchsite.jobs.heartbeat import Heartbeat
+from benchsite.jobs.heartbeat import cell_heartbeat
 from benchsite.jobs.models import Job, JobCell
 from benchsite.jobs.submit import submit_job
 from benchsite.regressions import receivers
@@ -160,7 +160,7 @@ def test_the_heartbeat_is_written_while_the_cell_runs(settings, undelivered):
     cell = make_job().cells.first()
     claimed = tasks.claim(cell.pk, worker="w@host pid 1")
     first = claimed.heartbeat_at
-    with Heartbeat(cell.pk, "w@host pid 1"):
+    with cell_heartbeat(cell.pk, "w@host pid 1"):
         time.sleep(0.5)
     cell.refresh_from_db()
     assert cell.heartbeat_at > first

@@ -1,0 +1,28 @@
+"""What a filter may offer: distinct repos, benchmarks and summary columns among stored
+results."""
+
+from __future__ import annotations
+
+from benchsite.results.models import RunSummary, Series
+
+
+def series_options(columns: tuple[str, ...], **filters) -> dict[str, list[str]]:
+    """Distinct values of several Series columns among the series matching `filters`, in
+    one scan (the series table is thousands of rows where results are millions)."""
+    rows = Series.objects.filter(**filters).order_by().values_list(*columns).distinct()
+    return {column: sorted({row[i] for row in rows}) for i, column in enumerate(columns)}
+
+
+def repos_and_benchmarks(repo: str | None = None) -> tuple[list[str], list[str]]:
+    """All repos, and the benchmarks of `repo` (every benchmark when None)."""
+    pairs = Series.objects.order_by().values_list("repo", "benchmark").distinct()
+    pairs = list(pairs)
+    return (sorted({r for r, _ in pairs}),
+            sorted({b for r, b in pairs if repo is None or r == repo}))
+
+
+def summary_choices(column: str, **filters) -> list[str]:
+    """Distinct values of a RunSummary column among the summaries matching `filters`."""
+    values = (RunSummary.objects.filter(**filters)
+              .order_by().values_list(column, flat=True).distinct())
+    return sorted(value for value in values if value is not None)
