@@ -10,8 +10,12 @@ class AllowedCodeModuleAdmin(admin.ModelAdmin):
     search_fields = ["module", "note"]
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {**(extra_context or {}),
-                         "subtitle": f"always allowed: {', '.join(BUILTIN_MODULES)}"}
+        subtitle = f"always allowed: {', '.join(BUILTIN_MODULES)}"
+        provided = AllowedCodeModule.provided()
+        if provided:  # e.g. the packages of the sources registered for bisection
+            subtitle += "; also allowed: " + "; ".join(
+                f"{module} ({', '.join(why)})" for module, why in sorted(provided.items()))
+        extra_context = {**(extra_context or {}), "subtitle": subtitle}
         return super().changelist_view(request, extra_context)
 
     def save_model(self, request, obj, form, change):

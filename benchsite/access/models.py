@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import sys
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -18,6 +20,27 @@ MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 def check_module_name(value: str) -> None:
     if not MODULE_NAME.match(value):
         raise ValidationError(f"{value!r} is not a module name such as 'mypackage.models'")
+
+
+def check_provided_module(value: str) -> None:
+    """A module a project's checkout provides: a module name, and never the standard
+    library's (no checkout provides `os`; allowing it would allow `os:system`)."""
+    check_module_name(value)
+    if value.partition(".")[0] in sys.stdlib_module_names:
+        raise ValidationError(f"{value!r} is in Python's standard library, not a project's")
+
+
+# Other apps allow the modules that records of their own provide (bisects: the packages of
+# the sources registered for bisection), through a function that lists (module, why) pairs
+# and is registered from their AppConfig.ready(): the list follows those records as they are
+# made, renamed and deleted, and rows made here by admins stay as they are.
+ModuleProvider = Callable[[], Iterable[tuple[str, str]]]
+_providers: dict[str, ModuleProvider] = {}
+
+
+def provide_allowed_modules(name: str, provider: ModuleProvider) -> None:
+    """Register (or replace) the provider called `name`."""
+    _providers[name] = provider
 
 
 class AllowedCodeModule(models.Model):
@@ -38,10 +61,21 @@ class AllowedCodeModule(models.Model):
         return self.module
 
     @staticmethod
+    def provided() -> dict[str, list[str]]:
+        """The modules other apps' records allow (provide_allowed_modules) -> why."""
+        provided: dict[str, list[str]] = {}
+        for provider in _providers.values():
+            for module, why in provider():
+                provided.setdefault(module, []).append(why)
+        return provided
+
+    @staticmethod
     def refused(references: list[str]) -> list[str]:
-        """The `module:function` references whose module is not allowed."""
+        """The `module:function` references whose module is not allowed: neither the
+        runner's own, nor an admin's row, nor provided by another app's records."""
         allowed = (*BUILTIN_MODULES,
-                   *AllowedCodeModule.objects.values_list("module", flat=True))
+                   *AllowedCodeModule.objects.values_list("module", flat=True),
+                   *AllowedCodeModule.provided())
         return [ref for ref in references
                 if not any(ref.partition(":")[0] == module
                            or ref.partition(":")[0].startswith(module + ".")

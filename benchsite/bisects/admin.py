@@ -9,10 +9,14 @@ from benchsite.bisects.models import Bisect, BisectStep, Source
 
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
-    list_display = ["name", "repo", "location", "mode", "created_at"]
-    search_fields = ["name", "repo", "location"]
+    list_display = ["name", "repo", "location", "mode", "modules", "created_at"]
+    search_fields = ["name", "repo", "location", "modules"]
     fieldsets = [
         (None, {"fields": ["name", "location", "repo", "web_url"]}),
+        ("Code job specs may name", {"fields": ["modules"],
+                                     "description": "the packages its checkout provides are "
+                                     "allowed code modules while this source exists; they "
+                                     "are listed with the Allowed code modules."}),
         ("Building a commit", {"fields": ["mode", "build_command", "pythonpath", "env",
                                           "build_timeout_s"],
                                "description": "pythonpath: the checkout goes first on "

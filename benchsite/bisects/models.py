@@ -11,8 +11,19 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.urls import reverse
 
+from benchsite.access.models import check_provided_module
 from runner.sources import builds
 from runner.sources.builds import Recipe, Workspace
+
+
+def split_modules(value: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
+
+
+def check_modules(value: str) -> None:
+    for name in split_modules(value):
+        check_provided_module(name)
+
 
 GITHUB = re.compile(r"^(?:https://github\.com/|git@github\.com:)([\w.-]+/[\w.-]+?)(?:\.git)?/?$")
 
@@ -47,6 +58,11 @@ class Source(models.Model):
                            help_text="extra environment of builds and runs, e.g. "
                                      '{"USE_CPP": "0"}')
     build_timeout_s = models.PositiveIntegerField(default=1800)
+    modules = models.CharField(
+        max_length=500, blank=True, validators=[check_modules],
+        help_text="the packages its checkout provides, comma-separated, e.g. 'torchao': job "
+        "specs may name their code (module:function) while this source exists (the "
+        "allow-list of code modules)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -54,6 +70,9 @@ class Source(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def module_names(self) -> tuple[str, ...]:
+        return split_modules(self.modules)
 
     def recipe(self) -> Recipe:
         folders = tuple(p.strip() for p in self.pythonpath.split(",") if p.strip())
