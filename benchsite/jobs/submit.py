@@ -109,7 +109,8 @@ def submit_plan(
     if refused:
         raise JobRefused(
             f"{name}: names code from modules no admin has allowed: {', '.join(refused)} "
-            f"(allowed: the runner's own modules and the admin's Allowed code modules)")
+            "(allowed: the runner's own modules, the admin's Allowed code modules and the "
+            "packages of the sources registered for bisection)")
     inline = families.inline_code(plan.family, plan.cells)
     if inline and not _may_run_inline_code(via, token, user):
         raise JobRefused(
