@@ -251,8 +251,10 @@ CELERY_TASK_ROUTES = {
 # A running cell's worker writes a heartbeat this often; the sweeper (every
 # BENCH_SWEEP_INTERVAL s) takes a cell whose heartbeat is older than BENCH_HEARTBEAT_TIMEOUT as
 # orphaned, queues again the jobs whose enqueue failed (the outbox) and detection owed for
-# uploads whose task was lost (after BENCH_DETECTION_RETRY_AFTER s); a job that could not be
-# queued for BENCH_ENQUEUE_GIVE_UP s is failed.
+# uploads whose task was lost or failed (after BENCH_DETECTION_RETRY_AFTER s; an upload whose
+# detection ran BENCH_DETECTION_MAX_ATTEMPTS times without success is given up, its last error
+# kept for the admin's Uploads); a job that could not be queued for BENCH_ENQUEUE_GIVE_UP s is
+# failed.
 # Bisects and A/B try jobs (benchsite.bisects): each source's mirror, worktrees and builds are
 # cached on the worker under BENCH_SOURCE_CACHE, within BENCH_SOURCE_CACHE_BYTES; one run of a
 # commit may take BENCH_BISECT_RUN_TIMEOUT s; a comparison adds rounds up to
@@ -270,6 +272,7 @@ BENCH_HEARTBEAT_TIMEOUT = env_int("BENCH_HEARTBEAT_TIMEOUT", 3 * BENCH_HEARTBEAT
 BENCH_SWEEP_INTERVAL = env_int("BENCH_SWEEP_INTERVAL", 60)
 BENCH_ENQUEUE_GIVE_UP = env_int("BENCH_ENQUEUE_GIVE_UP", 24 * 3600)
 BENCH_DETECTION_RETRY_AFTER = env_int("BENCH_DETECTION_RETRY_AFTER", 600)
+BENCH_DETECTION_MAX_ATTEMPTS = env_int("BENCH_DETECTION_MAX_ATTEMPTS", 5)
 # django-celery-beat's DatabaseScheduler copies these entries into its table at start.
 CELERY_BEAT_SCHEDULE = {
     "jobs: sweep orphaned cells and unqueued jobs": {
