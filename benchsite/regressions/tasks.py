@@ -7,11 +7,14 @@ they are sent), so at-least-once delivery and retries are safe.
 
 from __future__ import annotations
 
+import logging
+import traceback
 from datetime import date, timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db.models import F
 from django.utils import timezone
 
 from benchsite.regressions.detection import detect_runs
@@ -20,6 +23,8 @@ from benchsite.regressions.report import nightly_reports
 from benchsite.regressions.silence import check_stopped_reporting
 from benchsite.results.models import Run, Upload
 
+logger = logging.getLogger(__name__)
+
 RETRY = {"autoretry_for": (OperationalError, InterfaceError), "retry_backoff": True,
          "max_retries": 3, "acks_late": True}
 
@@ -27,25 +32,71 @@ RETRY = {"autoretry_for": (OperationalError, InterfaceError), "retry_backoff": T
 @shared_task(**RETRY)
 def detect_upload(upload_id: int) -> int:
     """Re-run detection on the series an upload touched, where its runs are on a default
-    branch of their repo; returns the regressions raised."""
-    created = detect_runs(Run.objects.filter(upload_id=upload_id).order_by("timestamp"))
-    notify_regressions(created)
-    Upload.objects.filter(pk=upload_id).update(detection_owed_at=None)
+    branch of their repo; returns the regressions raised.
+
+    Each run counts an attempt on the upload (one that never finishes, its worker killed,
+    counts too); a failure records why, and the BENCH_DETECTION_MAX_ATTEMPTS-th gives up:
+    the sweeper no longer queues it, and the upload keeps the error for an operator."""
+    upload = Upload.objects.filter(pk=upload_id)
+    upload.update(detection_attempts=F("detection_attempts") + 1)
+    try:
+        created = detect_runs(Run.objects.filter(upload_id=upload_id).order_by("timestamp"))
+        notify_regressions(created)
+    except Exception:
+        _detection_failed(upload_id, traceback.format_exc())
+        raise
+    upload.update(detection_owed_at=None, detection_attempts=0, detection_error="")
     return len(created)
+
+
+def _detection_failed(upload_id: int, error: str) -> None:
+    """Record why an upload's detection failed, and give up at the last attempt."""
+    error = error.strip()[-4000:]  # the end of a traceback says what failed
+    try:
+        attempts = Upload.objects.filter(pk=upload_id).values_list(
+            "detection_attempts", flat=True).first() or 0
+        give_up = attempts >= settings.BENCH_DETECTION_MAX_ATTEMPTS
+        Upload.objects.filter(pk=upload_id).update(
+            detection_error=error, **({"detection_owed_at": None} if give_up else {}))
+    except DatabaseError:  # the database itself failed: the sweeper retries later
+        logger.exception("upload %s: detection failed and could not be recorded", upload_id)
+        return
+    last_line = error.splitlines()[-1] if error else ""
+    if give_up:
+        logger.error("upload %s: detection failed %d times, given up (admin: Uploads, "
+                     "detection 'given up'): %s", upload_id, attempts, last_line)
+    else:
+        logger.warning("upload %s: detection attempt %d of %d failed: %s", upload_id,
+                       attempts, settings.BENCH_DETECTION_MAX_ATTEMPTS, last_line)
 
 
 @shared_task(**RETRY)
 def detect_owed() -> int:
     """For celery beat (settings.CELERY_BEAT_SCHEDULE): queue detection again for uploads
     that still owe it BENCH_DETECTION_RETRY_AFTER s after it was queued (its task was lost:
-    broker down or restarted, worker killed); returns how many."""
+    broker down or restarted, worker killed; or it failed); returns how many. Uploads whose
+    detection already ran BENCH_DETECTION_MAX_ATTEMPTS times without success are given up."""
     now = timezone.now()
-    owed = list(Upload.objects.filter(
-        detection_owed_at__lt=now - timedelta(seconds=settings.BENCH_DETECTION_RETRY_AFTER)
-    ).order_by("detection_owed_at").values_list("pk", flat=True)[:1000])
+    overdue = Upload.objects.filter(
+        detection_owed_at__lt=now - timedelta(seconds=settings.BENCH_DETECTION_RETRY_AFTER))
+    exhausted = overdue.filter(detection_attempts__gte=settings.BENCH_DETECTION_MAX_ATTEMPTS)
+    for upload_id, attempts, error in exhausted.values_list(
+            "pk", "detection_attempts", "detection_error")[:1000]:
+        error = error or (f"none of its {attempts} detection runs finished (was the worker "
+                          "killed each time, e.g. out of memory?)")
+        if Upload.objects.filter(pk=upload_id, detection_owed_at__isnull=False).update(
+                detection_owed_at=None, detection_error=error):
+            logger.error("upload %s: detection failed %d times, given up: %s", upload_id,
+                         attempts, error.splitlines()[-1])
+    owed = list(overdue.filter(detection_attempts__lt=settings.BENCH_DETECTION_MAX_ATTEMPTS)
+                .order_by("detection_owed_at").values_list("pk", flat=True)[:1000])
     for upload_id in owed:
         Upload.objects.filter(pk=upload_id).update(detection_owed_at=now)
-        detect_upload.delay(upload_id)
+        try:
+            detect_upload.delay(upload_id)
+        except Exception:  # the broker is down (or, run inline, the detection failed): the
+            # upload still owes it and records why; the other uploads are queued all the same
+            logger.exception("upload %s: queueing its detection again failed", upload_id)
     return len(owed)
 
 

@@ -1,4 +1,5 @@
 import re
+from datetime import timedelta
 
 from django import forms
 from django.conf import settings
@@ -7,6 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from benchsite.access.forms import RepoPatternsField
@@ -92,15 +94,58 @@ class UploadTokenAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
 
+class DetectionFilter(admin.SimpleListFilter):
+    """Where an upload's regression detection stands (BENCH_DETECTION_MAX_ATTEMPTS)."""
+
+    title = "regression detection"
+    parameter_name = "detection"
+
+    def lookups(self, request, model_admin):
+        return [("owed", "owed (queued, not done yet)"),
+                ("failing", "failed, to be retried"),
+                ("given_up", "given up (failed every attempt)")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "owed":
+            return queryset.filter(detection_owed_at__isnull=False)
+        if self.value() == "failing":
+            return queryset.filter(detection_owed_at__isnull=False).exclude(detection_error="")
+        if self.value() == "given_up":
+            return queryset.filter(detection_owed_at__isnull=True).exclude(detection_error="")
+        return queryset
+
+
 @admin.register(Upload)
 class UploadAdmin(admin.ModelAdmin):
-    list_display = ["id", "created_at", "source", "repos", "record_count", "token"]
-    list_filter = ["source"]
+    list_display = ["id", "created_at", "source", "repos", "record_count", "token",
+                    "detection"]
+    list_filter = ["source", DetectionFilter]
     search_fields = ["idempotency_key", "content_hash"]
     exclude = ["payload_gzip"]
     readonly_fields = ["created_at", "source", "token", "idempotency_key", "content_hash",
-                       "request_metadata", "record_count", "repos"]
+                       "request_metadata", "record_count", "repos", "detection_owed_at",
+                       "detection_attempts", "detection_error"]
+    actions = ["detect_again"]
     show_full_result_count = False
+
+    @admin.display(description="detection")
+    def detection(self, obj: Upload) -> str:
+        last_line = obj.detection_error.strip().splitlines()[-1:] or [""]
+        if obj.detection_owed_at is None:
+            return (f"given up after {obj.detection_attempts} attempts: {last_line[0]}"
+                    if obj.detection_error else "")
+        if obj.detection_error:
+            return f"failed {obj.detection_attempts}x, to be retried: {last_line[0]}"
+        return "owed"
+
+    @admin.action(description="Detect regressions again (the sweeper queues it within "
+                              "BENCH_SWEEP_INTERVAL s; attempts start over)")
+    def detect_again(self, request, queryset):
+        # Overdue at once: the detection sweeper (regressions.tasks.detect_owed) takes it.
+        overdue = timezone.now() - timedelta(seconds=settings.BENCH_DETECTION_RETRY_AFTER + 1)
+        count = queryset.update(detection_owed_at=overdue, detection_attempts=0,
+                                detection_error="")
+        self.message_user(request, f"{count} upload(s) owe detection again.", messages.SUCCESS)
 
     def has_add_permission(self, request):
         return False

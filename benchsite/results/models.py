@@ -101,6 +101,12 @@ class Upload(models.Model):
         help_text="set with the upload when regression detection is owed (when it was last "
                   "queued); cleared once done. The sweeper queues it again if its task was "
                   "lost (BENCH_DETECTION_RETRY_AFTER)")
+    detection_attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="detection runs started since it last succeeded; after "
+                             "BENCH_DETECTION_MAX_ATTEMPTS it is no longer retried")
+    detection_error = models.TextField(
+        blank=True, help_text="why its detection last failed; with no detection owed: it "
+                              "was given up (cleared when a detection succeeds)")
 
     class Meta:
         permissions = [("download_payload", "Can download raw upload payloads of its repos")]
