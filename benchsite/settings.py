@@ -247,6 +247,7 @@ CELERY_TASK_ROUTES = {
     "benchsite.regressions.tasks.*": {"queue": BENCH_CONTROL_QUEUE},
     "benchsite.catalog.tasks.*": {"queue": BENCH_CONTROL_QUEUE},
     "benchsite.jobs.tasks.sweep": {"queue": BENCH_CONTROL_QUEUE},
+    "benchsite.bisects.tasks.sweep": {"queue": BENCH_CONTROL_QUEUE},
 }
 # A running cell's worker writes a heartbeat this often; the sweeper (every
 # BENCH_SWEEP_INTERVAL s) takes a cell whose heartbeat is older than BENCH_HEARTBEAT_TIMEOUT as
@@ -280,6 +281,10 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": BENCH_SWEEP_INTERVAL}},  # sweeps missed meanwhile: one is enough
     "regressions: detection owed": {
         "task": "benchsite.regressions.tasks.detect_owed",
+        "schedule": float(BENCH_SWEEP_INTERVAL), "options": {"expires": BENCH_SWEEP_INTERVAL}},
+    # bisects whose worker was lost or whose task was: queued again, or failed saying why
+    "bisects: sweep lost bisects": {
+        "task": "benchsite.bisects.tasks.sweep",
         "schedule": float(BENCH_SWEEP_INTERVAL), "options": {"expires": BENCH_SWEEP_INTERVAL}},
 }
 

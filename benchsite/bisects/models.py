@@ -155,6 +155,9 @@ class Bisect(models.Model):
                                        help_text="when its culprit was told to the targets")
     worker = models.CharField(max_length=255, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="when its task was last handed to the broker; empty "
+        "while the broker could not take it (the sweeper queues it when it is back)")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -212,10 +215,11 @@ class BisectStep(models.Model):
         return f"{self.bisect_id}@{self.position} {self.sha[:12]}"
 
 
-def describe(bisect: Bisect) -> dict:
-    """A bisect as the API and `bench bisect --json` show it."""
-    steps = []
-    for step in bisect.steps.all():
+def describe(bisect: Bisect, steps: bool = True) -> dict:
+    """A bisect as the API and `bench bisect --json` show it; `steps=False`: without its
+    steps (the list's items)."""
+    shown = []
+    for step in bisect.steps.all() if steps else ():
         entry = {"position": step.position, "sha": step.sha, "subject": step.subject,
                  "verdict": step.verdict, "rounds": len(step.rounds)}
         if bisect.kind == Bisect.Kind.AB:
@@ -228,11 +232,11 @@ def describe(bisect: Bisect) -> dict:
             entry["values"] = [v for r in step.rounds for v in r["values"].get(tracked, [])]
         if step.failure:
             entry["failure"] = step.failure
-        steps.append(entry)
-    return {
+        shown.append(entry)
+    described = {
         "id": bisect.pk, "kind": bisect.kind, "url": bisect.get_absolute_url(),
         "state": bisect.state, "progress": bisect.progress, "culprit_sha": bisect.culprit_sha,
-        "outcome": bisect.outcome, "source": bisect.source.name,
+        "outcome": bisect.outcome, "source": bisect.source.name, "repo": bisect.source.repo,
         "head_source": bisect.head_source.name if bisect.head_source else None,
         "regression": bisect.regression_id, "spec_name": bisect.spec_name,
         "family": bisect.family, "cells": [cell["key"] for cell in bisect.cells],
@@ -240,7 +244,10 @@ def describe(bisect: Bisect) -> dict:
         "good_sha": bisect.good_sha, "bad_sha": bisect.bad_sha, "branch": bisect.branch,
         "queue": bisect.queue, "commits_in_range": max(len(bisect.commits) - 1, 0),
         "attempts": bisect.attempts, "created_at": bisect.created_at.isoformat(),
+        "enqueued_at": bisect.enqueued_at.isoformat() if bisect.enqueued_at else None,
         "started_at": bisect.started_at.isoformat() if bisect.started_at else None,
         "finished_at": bisect.finished_at.isoformat() if bisect.finished_at else None,
-        "steps": steps,
     }
+    if steps:
+        described["steps"] = shown
+    return described

@@ -4,7 +4,6 @@ and two refs. Every way checks the same things and queues one task on the bisect
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -14,8 +13,7 @@ from django.db import transaction
 
 from benchsite.access.models import AllowedCodeModule
 from benchsite.bisects.models import Bisect, Source
-from benchsite.bisects.tasks import run_bisect
-from benchsite.jobs.broker import BROKER_ERRORS
+from benchsite.bisects.tasks import enqueue
 from benchsite.jobs.models import JobCell
 from benchsite.jobs.submit import JobRefused, plan_spec
 from benchsite.regressions.groups import summarize
@@ -24,7 +22,6 @@ from benchsite.results.models import UploadToken
 from runner import families
 from runner.contract.directions import HIGHER, LOWER
 
-logger = logging.getLogger(__name__)
 LISTED = 10  # cells named in an error
 
 
@@ -152,15 +149,3 @@ def start_group(group: AlertGroup, **options: Any) -> Bisect:
     raise BisectRefused(f"alert group {group.pk}: no member can be bisected: "
                         + "; ".join(reasons[:3]) if reasons else
                         f"alert group {group.pk}: has no members")
-
-
-def enqueue(bisect: Bisect) -> bool:
-    """Send its task to its queue; when the broker cannot take it, say so on the bisect."""
-    try:
-        run_bisect.apply_async(args=[bisect.pk], queue=bisect.queue)
-    except BROKER_ERRORS as error:
-        logger.warning("bisect %s not queued: %s", bisect.pk, error)
-        Bisect.objects.filter(pk=bisect.pk).update(
-            progress=f"not queued: the broker is unreachable ({error}); start it again")
-        return False
-    return True
