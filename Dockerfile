@@ -14,6 +14,10 @@ COPY fixtures ./fixtures
 FROM base AS web
 RUN pip install --no-cache-dir ".[web]" \
  && DEBUG=false SECRET_KEY=collectstatic python manage.py collectstatic --no-input
+# Set after pip ran: every process (gunicorn, celery, manage.py, python -m runner) imports the
+# tree under /app, with its templates and static files, never the copy pip installed (celery's
+# own script would import runner and dashboards from site-packages).
+ENV PYTHONPATH=/app
 EXPOSE 8000
 CMD ["gunicorn", "benchsite.wsgi", "--preload", "--bind", "0.0.0.0:8000", "--workers", "4", "--timeout", "120"]
 
@@ -23,6 +27,8 @@ FROM base AS worker
 RUN apt-get update \
  && apt-get install -y --no-install-recommends g++ valgrind \
  && rm -rf /var/lib/apt/lists/*
-# torch is pinned in pyproject.toml; on a GPU host pip takes the CUDA build of 2.13.0.
+# torch is pinned in pyproject.toml; PyPI's Linux wheel of 2.13.0 is its CUDA build, which
+# runs on CPU as well: one image for the cpu and cuda workers.
 RUN pip install --no-cache-dir ".[web,runner]"
+ENV PYTHONPATH=/app
 CMD ["celery", "-A", "benchsite", "worker", "-Q", "cpu", "-c", "1", "--loglevel", "INFO"]
