@@ -5,6 +5,7 @@ and the cache's disk budget."""
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -75,3 +76,59 @@ def test_a_recipe_names_its_problems():
     assert any(p.startswith("env: 'A=B'") for p in problems)
     assert Recipe(mode=COMMAND).problems() == ["command: a build command is needed in "
                                                "command mode"]
+
+
+PIP_BUILD = "pip install --no-deps --no-build-isolation --no-index -e {checkout}"
+
+
+def tiny_package(path, versions: list[str]) -> list[str]:
+    """A pure-Python package (setuptools, pyproject.toml) with a commit per version; the
+    last version's pyproject.toml is broken. Its shas, oldest first."""
+    path.mkdir()
+    (path / "tinypkg").mkdir()
+    (path / "tinypkg" / "__init__.py").write_text("def answer():\n    return 42\n")
+    demo._git(path, "init", "--quiet", "--initial-branch=main")
+    shas = []
+    for number, version in enumerate(versions):
+        (path / "pyproject.toml").write_text(
+            '[build-system]\nrequires = ["setuptools>=64"]\n'
+            'build-backend = "setuptools.build_meta"\n\n'
+            f'[project]\nname = "tinypkg"\nversion = "{version}"\n'
+            '\n[tool.setuptools]\npackages = ["tinypkg"]\n')
+        demo._git(path, "add", "-A")
+        demo._git(path, "commit", "--quiet", "-m", f"version {version}", date=number)
+        shas.append(demo._git(path, "rev-parse", "HEAD"))
+    return shas
+
+
+def test_command_mode_pip_installs_each_commit_editable_into_its_own_virtualenv(tmp_path):
+    """The README's build command on a package made here (no network: --no-index, and
+    --no-build-isolation builds with the worker's setuptools): each commit is installed in
+    its own virtualenv, importable there without PYTHONPATH, and nowhere else."""
+    shas = tiny_package(tmp_path / "tiny", ["1.0", "2.0", "not a version"])
+    space = workspace(tmp_path / "tiny", tmp_path, mode=COMMAND, command=PIP_BUILD,
+                      pythonpath=())  # only the install makes it importable
+    probe = ("import importlib.metadata as m, sys, tinypkg; "
+             "print(m.version('tinypkg'), tinypkg.__file__, sys.prefix, tinypkg.answer())")
+    seen = {}
+    for sha in shas[:2]:
+        built = space.build(sha)
+        assert str(built.checkout) not in built.env["PYTHONPATH"].split(":")
+        version, where, prefix, answer = subprocess.run(
+            [built.python, "-c", probe], env=built.env, cwd=tmp_path, capture_output=True,
+            text=True, check=True).stdout.split()
+        seen[sha] = version
+        assert where == str(built.checkout / "tinypkg" / "__init__.py")  # editable
+        assert prefix == str(tmp_path / "cache" / "builds" / f"{sha}-{space.recipe.digest}" /
+                             "venv") and answer == "42"
+        log = (tmp_path / "cache" / "builds" / f"{sha}-{space.recipe.digest}" / "build.log")
+        assert "Successfully installed tinypkg" in log.read_text()
+    assert list(seen.values()) == ["1.0", "2.0"]
+    worker = subprocess.run([sys.executable, "-c", "import tinypkg"], cwd=tmp_path,
+                            capture_output=True, text=True)
+    assert worker.returncode != 0  # the worker's own environment is untouched
+
+    with pytest.raises(BuildFailed) as failed:
+        space.build(shas[2])
+    assert "exited with status 1" in failed.value.reason
+    assert "not a version" in failed.value.log_tail  # pip's own words about the bad commit
