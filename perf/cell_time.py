@@ -9,10 +9,15 @@ default timing settings: the baseline and the quantized model timed together in 
 blocks until the speedup's 95% interval is within 2% (runner.paired), so one cell gives the
 speedup and its interval. torchao's runner times one model per cell with
 torch.utils.benchmark.Timer (one thread, 100 warm-up calls, then the mean of 100 calls),
-so its speedup needs the baseline recipe's cell too: its "per speedup" column adds the
-baseline cell's time, as a config of one recipe pays it. The cells alternate (ours, then
-torchao's) so load changes hit both alike. It prints seconds per cell for each, the ratio,
-and whether ours is within torchao's per speedup.
+so its speedups need the baseline recipe's cell too, once per shape: per speedup, its
+baseline cell is shared among the config's other recipes of that shape (with R of them,
+a speedup costs its cell plus 1/R of the baseline cell). Ours times the bf16 baseline again
+in every cell (that is what pairs it); our baseline cell is the run's A/A sanity check (a
+speedup of bf16 over itself, with its interval), which torchao's runner does not give, so
+it is shown apart and left out of the per-speedup median (the whole config counts it).
+The cells alternate (ours, then torchao's) so load changes hit both alike. It prints
+seconds per cell for each, how our cell ended (pairs, interval half-width, what stopped
+it), the ratio per speedup, the whole config's totals, and the load average.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import os
 import statistics
 import sys
 import time
@@ -59,11 +65,14 @@ def torchao_cell(cell: QuantCell) -> float:
     return time.perf_counter() - started
 
 
-def ours(cell: QuantCell) -> float:
+def ours(cell: QuantCell) -> tuple[float, str]:
+    """Our cell, timed as a whole: seconds, and how its timing ended."""
     started = time.perf_counter()
     result = run_cell(cell)
+    seconds = time.perf_counter() - started
     assert result.status == "ok", result.reason
-    return time.perf_counter() - started
+    paired = result.eager
+    return seconds, f"{paired.pairs:3d} pairs ±{paired.half_width:5.1%} {paired.stopped}"
 
 
 def main() -> None:
@@ -74,20 +83,24 @@ def main() -> None:
     args = parser.parse_args()
     shapes = [Shape("custom", *map(int, text.split("x"))) for text in args.shapes.split(",")]
     mode = "default" if args.compile else None
+    print(f"load average at start {' '.join(f'{v:.2f}' for v in os.getloadavg())}, "
+          f"{os.cpu_count()} CPUs")
     rows = []
     for shape in shapes:
         for recipe in RECIPES:
             cell = QuantCell("cell_time", recipe, None, shape, "linear", "bfloat16", "cpu",
                              mode, "results/cell_time")
             ours(cell), torchao_cell(cell)  # first use of the recipe: imports, kernels
-            mine, theirs = [], []
+            mine, theirs, ends = [], [], []
             for _ in range(args.repeats):
-                mine.append(ours(cell))
+                seconds, end = ours(cell)
+                mine.append(seconds)
+                ends.append(end)
                 theirs.append(torchao_cell(cell))
             rows.append((shape, recipe, statistics.median(mine), statistics.median(theirs)))
             print(f"  {shape.m}x{shape.k}x{shape.n} {recipe:9s} ours {rows[-1][2]:6.3f} s  "
-                  f"torchao {rows[-1][3]:6.3f} s", flush=True)
-    by_shape = {}
+                  f"torchao {rows[-1][3]:6.3f} s   ours ended: {'; '.join(ends)}", flush=True)
+    by_shape: dict[Shape, dict[str, tuple[float, float]]] = {}
     for shape, recipe, mine, theirs in rows:
         by_shape.setdefault(shape, {})[recipe] = (mine, theirs)
     print(f"\n{'shape':14s} {'recipe':9s} {'ours s/cell':>11s} {'torchao s/cell':>14s} "
@@ -95,8 +108,13 @@ def main() -> None:
     ratios = []
     for shape, cells in by_shape.items():
         baseline_theirs = cells["baseline"][1]
+        speedups = len(cells) - 1
         for recipe, (mine, theirs) in cells.items():
-            per_speedup = theirs + (0 if recipe == "baseline" else baseline_theirs)
+            if recipe == "baseline":  # our A/A sanity check; torchao gives no speedup here
+                print(f"{shape.m}x{shape.k}x{shape.n:<6d} {recipe:9s} {mine:11.3f} "
+                      f"{theirs:14.3f} {'(A/A check)':>17s} {'-':>12s}")
+                continue
+            per_speedup = theirs + baseline_theirs / speedups
             ratios.append(mine / per_speedup)
             print(f"{shape.m}x{shape.k}x{shape.n:<6d} {recipe:9s} {mine:11.3f} {theirs:14.3f} "
                   f"{per_speedup:17.3f} {mine / per_speedup:12.2f}")
@@ -105,6 +123,7 @@ def main() -> None:
     print(f"\nwhole config ({len(rows)} cells, {'compiled' if mode else 'eager'}): ours "
           f"{total_mine:.2f} s, torchao {total_theirs:.2f} s, ratio {total_mine / total_theirs:.2f}"
           f"; median ours/torchao per speedup {statistics.median(ratios):.2f}")
+    print(f"load average at end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ from runner.timing import Timing, TimingSettings
 
 MIN_WARMUP_CALLS = 3
 MAX_CALLS_PER_SAMPLE = 1_000_000
+# Calibration sizes a block this much past `min_sample_s`, so that a block stays above it
+# when calls vary a little.
+CALIBRATION_AIM = 1.1
 # Writing this much more than the L2 size evicts everything a previous call left there.
 L2_FLUSH_FACTOR = 2
 MIN_FLUSH_BYTES = 256 * 2**20
@@ -110,9 +113,12 @@ def _calibrate(fn: Callable[[], object], settings: TimingSettings,
         elapsed = _block(fn, number, clock) * number / 1000
         calls, spent = calls + number, spent + elapsed
         if elapsed < settings.min_sample_s and number < MAX_CALLS_PER_SAMPLE:
-            # Aim 20% past the target, at most 10x per step in case the estimate is off.
-            wanted = settings.min_sample_s / max(elapsed, 1e-9) * 1.2
-            number = min(MAX_CALLS_PER_SAMPLE, number * min(10, math.ceil(wanted)))
+            # Aim a little past the target (CALIBRATION_AIM), at most 10x per step in case
+            # the estimate is off. Scaling the calls (not a whole multiplier of them) keeps
+            # blocks near the target: rounding the multiplier up made blocks up to twice as
+            # long as asked, and a cell's pairs as much longer.
+            grow = min(10.0, settings.min_sample_s / max(elapsed, 1e-9) * CALIBRATION_AIM)
+            number = min(MAX_CALLS_PER_SAMPLE, max(number + 1, math.ceil(number * grow)))
         elif spent >= settings.warmup_s and calls >= MIN_WARMUP_CALLS:
             return number
 

@@ -24,8 +24,10 @@ class TimingSettings:
     # timed samples kept per lone measurement (a timing compared with nothing); the median
     # is reported
     samples: int = field(default=30, metadata=at_least(1))
-    # warm-up calls run for at least this long (after a first call)
-    warmup_s: float = field(default=0.05, metadata=at_least(0))
+    # warm-up calls run for at least this long (after a first call); calibrating the block
+    # is part of it. 0.02 s a side read A/A speedups as well as 0.05 s did, in less time
+    # per cell (perf/runner_aa.py, perf/cell_time.py).
+    warmup_s: float = field(default=0.02, metadata=at_least(0))
     # CPU: calls per sample (per block of a paired measurement) are raised until a sample
     # lasts this long. 2 ms blocks gave the A/A accuracy of 5 ms ones in a third of the time
     # on small layers; 1 ms ones did not (perf/runner_aa.py, perf/cell_time.py).

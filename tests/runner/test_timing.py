@@ -36,6 +36,19 @@ def test_samples_are_calibrated_to_the_minimum_sample_time():
     assert warmup_calls * 0.001 >= 0.05  # the compile call does not count as warm-up
 
 
+def test_calibrated_blocks_stay_near_the_minimum_sample_time():
+    """Blocks are sized by scaling the calls, not by a whole multiplier of them: 10 calls of
+    0.35 ms (3.5 ms) grow to 32 calls (11.2 ms, 10% past the 10 ms asked), not to 40 (14 ms)."""
+    from runner.timers import CALIBRATION_AIM, time_cpu
+
+    model = FakeModel(cost=0.00035)
+    settings = TimingSettings(samples=2, warmup_s=0.0, min_sample_s=0.01)
+    timing = time_cpu(model, settings, clock=model.clock)
+    assert timing.calls_per_sample == 32
+    block_s = timing.calls_per_sample * 0.00035
+    assert settings.min_sample_s <= block_s <= settings.min_sample_s * (CALIBRATION_AIM + 0.05)
+
+
 def test_slow_calls_take_one_call_per_sample():
     from runner.timers import time_cpu
 
