@@ -8,13 +8,24 @@ benchsite.results.ingest.summaries) and its speedup is not 0; passrate counts th
 with an accuracy result, and the geomean speedup is over the models that did not fail (every
 model where none was verified). Both pages read only the two commits' results of the chosen slice
 (one row per model and metric), whatever the size of the database.
+
+Speedups the runner timed paired with eager (runner.paired) carry a 95% interval in their
+extra_info; a geomean's interval combines its models' (`geomean_interval`). A change of a
+speedup inside the noise (the two intervals overlap, or either is unstable) is not coloured
+as a gain or loss: past the threshold it is marked "≈" and greyed. The intervals show in each
+speedup cell's tooltip and in the values table. The HUD's own records have no interval and
+are coloured as before.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from django.db.models import Case, JSONField, When
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from benchsite.results.ingest.summaries import PASS_VALUES
 from benchsite.results.models import Result
@@ -29,12 +40,16 @@ from dashboards.filters import (
     prefer,
 )
 from dashboards.pages.common import (
+    Interval,
     change_class,
     compare_url,
+    geomean_interval,
+    interval_of,
     latest_shas,
     page_url,
+    within_noise,
 )
-from dashboards.render import Page, Table
+from dashboards.render import HTML_ROWS, Page, Table
 from dashboards.state import State
 from runner.contract.directions import HIGHER, direction
 from runner.contract.names import COMPILERS_BENCHMARK, CompilerMetric
@@ -44,6 +59,9 @@ COMPILE, MEMORY = CompilerMetric.COMPILE_TIME, CompilerMetric.COMPRESSION
 METRICS = (ACCURACY, SPEEDUP, COMPILE, MEMORY)
 TITLES = {ACCURACY: "passrate", SPEEDUP: "geomean speedup", COMPILE: "mean compile time",
           MEMORY: "memory compression ratio"}
+# Where a model's (or a geomean's) speedup interval is kept beside its metrics; not a metric.
+INTERVAL = "speedup interval"
+NOISY = "≈ "  # marks a change past the threshold that is inside the noise
 # A passrate is judged higher-is-better; the others as the contract's table says.
 DIRECTIONS = {ACCURACY: HIGHER, **{metric: direction(metric, COMPILERS_BENCHMARK).better
                                    for metric in (SPEEDUP, COMPILE, MEMORY)}}
@@ -149,6 +167,28 @@ class ModelFilters(CompilerFilters):
         return pairs(self.options["suite"])
 
 
+@dataclass
+class TitledTable(Table):
+    """A table whose cells may carry a tooltip (per row: column -> text)."""
+
+    titles: list[dict[int, str]] = field(default_factory=list)
+
+    def html_body(self) -> str:
+        body = super().html_body()
+        if not any(self.titles):
+            return body
+        # Every value is escaped in the body, so "<td " starts a cell and nothing else.
+        lines = str(body).split("\n")
+        for r, titles in enumerate(self.titles[:min(HTML_ROWS, len(self.rows))]):
+            if not titles:
+                continue
+            cells = lines[r].split("<td ")
+            for column, title in titles.items():
+                cells[column + 1] = f'title="{escape(title)}" ' + cells[column + 1]
+            lines[r] = "<td ".join(cells)
+        return mark_safe("\n".join(lines))  # noqa: S308 - the body and titles are escaped
+
+
 def scope(form: CompilerFilters) -> Scope:
     """The page's slice of results, from its filters."""
     chosen = form.values
@@ -165,16 +205,22 @@ def build(state: State) -> Page:
         sha, backend, suite, _model = key
         models[sha, backend, suite].append(measured)
     summary: dict[tuple[str, str, str], dict[str, float | tuple | None]] = defaultdict(dict)
+    intervals: dict[tuple[str, str], dict[str, Interval | None]] = defaultdict(dict)
     for (sha, backend, suite), measured in models.items():
-        for metric, value in _aggregate(measured).items():
+        aggregate = _aggregate(measured)
+        intervals[backend, suite][sha] = aggregate.pop(INTERVAL, None)
+        for metric, value in aggregate.items():
             summary[metric, backend, suite][sha] = value
     backends = sorted({backend for _, backend, _ in summary})
     suites = sorted({suite for _, _, suite in summary})
-    tables = [_matrix(state, chosen, metric, backends, suites, summary) for metric in METRICS]
-    tables.append(_values(chosen, summary))
+    tables = [_matrix(state, chosen, metric, backends, suites, summary, intervals)
+              for metric in METRICS]
+    tables.append(_values(chosen, summary, intervals))
     return Page(title="Compilers", filters=dict(state.values), tables=tables,
                 context={"form": form, "missing": not summary,
-                         "compare_url": _compare_url(chosen)})
+                         "compare_url": _compare_url(chosen),
+                         "intervals": any(i is not None for shas in intervals.values()
+                                          for i in shas.values())})
 
 
 def _compare_url(chosen: Scope) -> str:
@@ -182,13 +228,20 @@ def _compare_url(chosen: Scope) -> str:
 
 
 def _per_model(results) -> dict[tuple[str, str, str, str], dict]:
-    """{(sha, backend, suite, model): {metric: value, or the accuracy string}}."""
+    """{(sha, backend, suite, model): {metric: value, or the accuracy string}}, and the
+    speedup's interval under INTERVAL where its record carries one (extra_info is read for
+    the speedup rows only)."""
     found: dict[tuple[str, str, str, str], dict] = defaultdict(dict)
+    speedup_info = Case(When(series__metric=SPEEDUP, then="extra_info"),
+                        output_field=JSONField())
     rows = results.values_list("run__head_sha", "series__backend", "series__suite",
-                               "series__model", "series__metric", "value", "string_values")
-    for sha, backend, suite, model, metric, value, strings in rows:
-        found[sha, backend, suite, model][metric] = (
-            (strings or [None])[0] if metric == ACCURACY else value)
+                               "series__model", "series__metric", "value", "string_values",
+                               speedup_info)
+    for sha, backend, suite, model, metric, value, strings, info in rows:
+        measured = found[sha, backend, suite, model]
+        measured[metric] = (strings or [None])[0] if metric == ACCURACY else value
+        if metric == SPEEDUP:
+            measured[INTERVAL] = interval_of(info)
     return found
 
 
@@ -199,16 +252,22 @@ def _failed(measured: dict) -> bool:
     return measured[ACCURACY] not in PASS_VALUES or measured.get(SPEEDUP) == 0
 
 
-def _aggregate(models: list[dict]) -> dict[str, float | tuple[int, int]]:
-    """One commit's summary of one backend and suite."""
-    summary: dict[str, float | tuple[int, int]] = {}
+def _aggregate(models: list[dict]) -> dict[str, float | tuple[int, int] | Interval | None]:
+    """One commit's summary of one backend and suite; the geomean speedup's interval under
+    INTERVAL where a model has one."""
+    summary: dict[str, float | tuple[int, int] | Interval | None] = {}
     judged = [measured for measured in models if ACCURACY in measured]
     if judged:
         summary[ACCURACY] = (sum(not _failed(measured) for measured in judged), len(judged))
-    speedups = [measured[SPEEDUP] for measured in models if not _failed(measured)
-                and _finite(measured.get(SPEEDUP)) and measured[SPEEDUP] > 0]
+    speedups = [(measured[SPEEDUP], measured.get(INTERVAL)) for measured in models
+                if not _failed(measured) and _finite(measured.get(SPEEDUP))
+                and measured[SPEEDUP] > 0]
     if speedups:
-        summary[SPEEDUP] = math.exp(sum(map(math.log, speedups)) / len(speedups))
+        summary[SPEEDUP] = math.exp(sum(math.log(value) for value, _ in speedups)
+                                    / len(speedups))
+        interval = geomean_interval(speedups)
+        if interval is not None:
+            summary[INTERVAL] = interval
     for metric in (COMPILE, MEMORY):
         values = [measured[metric] for measured in models if _finite(measured.get(metric))]
         if values:
@@ -248,47 +307,88 @@ def _change(metric: str, base, new) -> float | None:
     return now / old - 1
 
 
-def base_to_new(chosen: Scope, metric: str, values: dict) -> tuple[str, str]:
-    """("base → new" text, CSS class) of one cell; one commit shows only its value."""
+def base_to_new(chosen: Scope, metric: str, values: dict,
+                intervals: dict | None = None) -> tuple[str, str]:
+    """("base → new" text, CSS class) of one cell; one commit shows only its value.
+
+    With `intervals` ({sha: Interval or None}, speedups only) a change inside the noise is
+    not coloured: past the threshold it is marked NOISY and greyed ("noise"); an unstable
+    speedup alone is greyed too."""
     base, new = values.get(chosen.base), values.get(chosen.new)
+    intervals = intervals or {}
+    base_interval, new_interval = intervals.get(chosen.base), intervals.get(chosen.new)
     if chosen.base == chosen.new:
-        return _text(metric, new), ""
+        return _text(metric, new), "noise" if _unstable(new_interval) else ""
     change = _change(metric, base, new)
     if metric == ACCURACY and base is not None and new is not None and base[0] > new[0]:
-        css = "worse"  # fewer models pass: red whatever the threshold (the HUD's rule)
-    else:
-        css = change_class(change, chosen.threshold_of(metric), DIRECTIONS[metric])
-    return f"{_text(metric, base)} → {_text(metric, new)}", css
+        return f"{_text(metric, base)} → {_text(metric, new)}", "worse"  # the HUD's rule
+    threshold = chosen.threshold_of(metric)
+    css = change_class(change, threshold, DIRECTIONS[metric])
+    text = f"{_text(metric, base)} → {_text(metric, new)}"
+    if within_noise(base_interval, new_interval):
+        if css:  # past the threshold, inside the noise: neither gain nor loss
+            return NOISY + text, "noise"
+        return text, "noise" if _unstable(base_interval) or _unstable(new_interval) else ""
+    return text, css
 
 
-def _matrix(state, chosen, metric, backends, suites, summary) -> Table:
-    table = Table(TITLES[metric], ["backend", *suites], [])
+def _unstable(interval: Interval | None) -> bool:
+    return interval is not None and interval.unstable
+
+
+def interval_title(chosen: Scope, intervals: dict) -> str:
+    """A speedup cell's tooltip: each commit's 95% interval; "" when neither has one."""
+    shas = [chosen.new] if chosen.base == chosen.new else [chosen.base, chosen.new]
+    known = [(sha, intervals.get(sha)) for sha in shas]
+    if all(interval is None for _, interval in known):
+        return ""
+    lines = [f"{'new' if sha == chosen.new else 'base'} {sha[:10]}: "
+             f"{interval.describe() if interval else 'no 95% CI'}" for sha, interval in known]
+    if len(known) == 2 and within_noise(*(interval for _, interval in known)):
+        lines.append("inside the noise: not coloured")
+    return "\n".join(lines)
+
+
+def _matrix(state, chosen, metric, backends, suites, summary, intervals) -> Table:
+    table = TitledTable(TITLES[metric], ["backend", *suites], [])
     for backend in backends:
-        row, classes, links = [backend], {}, {}
+        row, classes, links, titles = [backend], {}, {}, {}
         for column, suite in enumerate(suites, start=1):
             values = summary.get((metric, backend, suite))
             if values is None:
                 row.append(None)
                 continue
-            text, classes[column] = base_to_new(chosen, metric, values)
+            shown = intervals.get((backend, suite), {}) if metric == SPEEDUP else None
+            text, classes[column] = base_to_new(chosen, metric, values, shown)
+            if shown and (title := interval_title(chosen, shown)):
+                titles[column] = title
             row.append(text)
             links[column] = state.url("dashboards:compiler-models", backend=backend,
                                       suite=suite)
         table.rows.append(row)
         table.classes.append(classes)
         table.links.append(links)
+        table.titles.append(titles)
     return table
 
 
-def _values(chosen, summary) -> Table:
-    """The same numbers, one per row (for CSV and JSON readers)."""
-    table = Table("values", ["metric", "backend", "suite", "base", "new", "change %"], [])
+def _values(chosen, summary, intervals) -> Table:
+    """The same numbers, one per row (for CSV and JSON readers); a geomean speedup's 95%
+    intervals and whether its change is inside the noise, where its records carry them."""
+    table = Table("values", ["metric", "backend", "suite", "base", "new", "change %",
+                             "base 95% CI", "new 95% CI", "within noise"], [])
     for (metric, backend, suite), values in sorted(summary.items()):
         change = _change(metric, values.get(chosen.base), values.get(chosen.new))
+        shown = intervals.get((backend, suite), {}) if metric == SPEEDUP else {}
+        base_ci, new_ci = shown.get(chosen.base), shown.get(chosen.new)
+        noisy = (within_noise(base_ci, new_ci) if base_ci is not None or new_ci is not None
+                 else None)
         table.rows.append([TITLES[metric], backend, suite,
                            _number(metric, values.get(chosen.base)),
                            _number(metric, values.get(chosen.new)),
-                           None if change is None else round(100 * change, 2)])
+                           None if change is None else round(100 * change, 2),
+                           base_ci and base_ci.describe(), new_ci and new_ci.describe(),
+                           noisy])
     return table
 
 
@@ -302,15 +402,20 @@ def build_models(state: State) -> Page:
     for (sha, _backend, _suite, model), measured in measured_by.items():
         for metric, value in measured.items():
             found[model][metric][sha] = value
-    table = Table("models", ["model", "speedup", "accuracy", "compile time",
-                             "compression ratio"], [])
+    table = TitledTable("models", ["model", "speedup", "accuracy", "compile time",
+                                   "compression ratio"], [])
     for model in sorted(found):
-        row, classes = [model], {}
+        row, classes, titles = [model], {}, {}
+        intervals = found[model].get(INTERVAL, {})
         for column, metric in enumerate((SPEEDUP, ACCURACY, COMPILE, MEMORY), start=1):
-            text, classes[column] = _model_cell(chosen, metric, found[model].get(metric, {}))
+            text, classes[column] = _model_cell(chosen, metric, found[model].get(metric, {}),
+                                                intervals)
             row.append(text)
+        if title := interval_title(chosen, intervals):
+            titles[1] = title
         table.rows.append(row)
         table.classes.append(classes)
+        table.titles.append(titles)
         table.links.append({0: page_url("dashboards:explorer", repo=chosen.repo,
                                         benchmark=chosen.benchmark, model=model,
                                         backend=backend, mode=chosen.mode, arch=chosen.arch,
@@ -318,12 +423,17 @@ def build_models(state: State) -> Page:
     return Page(title=f"Compilers: {backend} on {suite}",
                 filters=dict(state.values), tables=[table],
                 context={"form": form, "missing": not found, "models": True,
+                         "intervals": any(i is not None for measured in found.values()
+                                          for i in measured.get(INTERVAL, {}).values()),
                          "compare_url": _compare_url(chosen),
                          "summary_url": state.url("dashboards:compilers", backend=None,
                                                   suite=None)})
 
 
-def _model_cell(chosen: Scope, metric: str, values: dict) -> tuple[str, str]:
+def _model_cell(chosen: Scope, metric: str, values: dict,
+                intervals: dict) -> tuple[str, str]:
+    if metric == SPEEDUP:
+        return base_to_new(chosen, metric, values, intervals)
     if metric != ACCURACY:
         return base_to_new(chosen, metric, values)
     base, new = values.get(chosen.base), values.get(chosen.new)
