@@ -90,6 +90,42 @@ def test_a_slowly_drifting_machine_does_not_bias_the_paired_ratio_but_biases_two
     assert paired.ci[0] - 1e-6 <= 1.0 <= paired.ci[1] + 1e-6  # drift cancels to first order
 
 
+class SteppingMachine(DriftingMachine):
+    """A fake clock whose machine turns 30% slower at `step_s`, as when a neighbour starts."""
+
+    def __init__(self, step_s: float):
+        super().__init__()
+        self.step_s = step_s
+
+    def model(self, cost: float):
+        def call() -> None:
+            self.now += cost * (1.3 if self.now >= self.step_s else 1.0)
+            self.calls += 1
+        return call
+
+
+def test_a_neighbour_starting_mid_measurement_does_not_bias_the_paired_ratio():
+    """A true 2x speedup, the machine 30% slower from 0.09 s on (between the two windows).
+    Two windows read 1.54x; pairs read 2x, only the pair across the step is off."""
+    from runner.timers import pair_cpu, time_cpu
+
+    settings = TimingSettings(samples=40, warmup_s=0.0, min_sample_s=0.002, min_pairs=20,
+                              max_pairs=20, budget_s=100)
+    machine = SteppingMachine(step_s=0.09)
+    baseline = time_cpu(machine.model(0.0002), settings, clock=machine.clock)
+    assert machine.now < 0.09
+    candidate = time_cpu(machine.model(0.0001), settings, clock=machine.clock)
+    assert baseline.median_ms / candidate.median_ms == pytest.approx(2 / 1.3)
+
+    machine = SteppingMachine(step_s=0.09)
+    paired = pair_cpu(machine.model(0.0002), machine.model(0.0001), settings,
+                      clock=machine.clock)
+    assert machine.now > 0.09 + 0.1  # the step fell well inside the pairs
+    assert paired.speedup == pytest.approx(2.0, rel=1e-6)
+    assert sum(abs(ratio - 2.0) > 1e-6 for ratio in paired.ratios) == 1
+    assert paired.ci[0] <= 2.0 <= paired.ci[1]
+
+
 def test_a_true_speedup_is_found_with_its_interval():
     from runner.timers import pair_cpu
 
