@@ -31,6 +31,7 @@ import dataclasses
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from datetime import datetime
 
 import numpy as np
 from django.db import IntegrityError, transaction
@@ -64,9 +65,11 @@ ACCURACY_POINTS = 60  # string results of a series looked at for a pass -> failu
 
 
 def detect_series(series_ids: Iterable[int], branch: str,
-                  settings: DetectionSettings | None = None) -> list[Regression]:
+                  settings: DetectionSettings | None = None,
+                  new_since: datetime | None = None) -> list[Regression]:
     """Detect changes in the recent history of these series on `branch` and record them;
-    returns the records it created (with `series` loaded)."""
+    returns the records it created (with `series` loaded). `new_since`: the oldest point
+    this detection is for (an upload's), when earlier points were detected on already."""
     settings = settings or DetectionSettings.load()
     histories = recent(set(series_ids), settings.history_points, [branch])
     if not histories:
@@ -81,9 +84,8 @@ def detect_series(series_ids: Iterable[int], branch: str,
     for pk, history in histories.items():
         found_here = changes[pk]
         if len(history) >= settings.history_points:
-            # A history cut to its window: a change within the first baseline's reach has
-            # too little of its old level left to place (it was recorded when whole).
-            found_here = [found for found in found_here if found.index >= settings.before]
+            found_here = [found for found in found_here
+                          if not _seen_whole(found, history, settings, new_since)]
         for detector, found, evidence, tolerance in _merged(
                 series[pk], history, directions[pk], found_here, settings):
             low = history.timestamps[max(0, found.index - tolerance)]
@@ -103,6 +105,17 @@ def detect_series(series_ids: Iterable[int], branch: str,
     created = _save(_aligned(new, series, branch), branch)
     baselines.store_newest(histories, [branch], settings)  # (after: a change found is kept)
     return created
+
+
+def _seen_whole(found: Detection, history: History, settings: DetectionSettings,
+                new_since: datetime | None) -> bool:
+    """In a history cut to its window, whether a change was for detection on the whole
+    history instead: one within the first baseline's reach has too little of its old level
+    left to place, and one raised before `new_since` was already judged by the detection of
+    its own upload, which saw more of its old level (a window cut short of it may place it
+    differently and raise it again)."""
+    return found.index < settings.before or (
+        new_since is not None and history.timestamps[found.detected_at] < new_since)
 
 
 def _changepoints(histories: dict[int, History], series: dict[int, Series],
@@ -418,16 +431,20 @@ def detect_runs(runs: Iterable[Run], settings: DetectionSettings | None = None,
     settings = settings or DetectionSettings.load()
     created: list[Regression] = []
     by_branch: defaultdict[tuple[str, str], set[int]] = defaultdict(set)
+    oldest: dict[tuple[str, str], datetime] = {}
     for run in runs:
         if run.head_branch not in settings.branches_for(run.repo):
             continue  # a pull request's or another branch's run: compared, never detected
-        by_branch[run.repo, run.head_branch].update(
-            Result.objects.filter(run=run).values_list("series_id", flat=True))
+        key = run.repo, run.head_branch
+        by_branch[key].update(Result.objects.filter(run=run).values_list("series_id",
+                                                                         flat=True))
+        oldest[key] = min(oldest.get(key, run.timestamp), run.timestamp)
         created += missing_metrics(run)
-    for (_, branch), series_ids in by_branch.items():
-        ids = sorted(series_ids)
+    for key, series_ids in by_branch.items():
+        ids, branch = sorted(series_ids), key[1]
         for start in range(0, len(ids), chunk):
-            created += detect_series(ids[start : start + chunk], branch, settings)
+            created += detect_series(ids[start : start + chunk], branch, settings,
+                                     new_since=oldest[key])
         created += accuracy_changes(ids, branch)
     return created
 

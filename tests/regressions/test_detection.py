@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from benchsite.regressions import detection
+from benchsite.regressions.detect import Detection
 from benchsite.regressions.detection import detect_series
 from benchsite.regressions.models import (
     AlertGroup,
@@ -232,3 +233,24 @@ def test_a_change_at_the_start_of_a_cut_window_is_not_raised_again():
     store_history({f"s{k}": levels(100, step_at=20, step=0.10, noise=0.01, seed=k)
                    for k in range(4)})
     assert sorted(Regression.objects.values_list("first_bad_sha", flat=True)) == [sha(20)] * 4
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("raised_at", [40, 69])
+def test_a_cut_window_raises_only_what_the_new_points_raise(monkeypatch, raised_at):
+    # The labelled set's deployed stream raised 2 of its 132 series' steps a second time
+    # ~165 nights on: the 200-point window, cut short of the old level, placed the old
+    # change a few points later, past both the matching tolerance and the window's start.
+    # A change raised before the upload's own points was its own upload's to raise.
+    settings = DetectionSettings.load()
+    settings.history_points = 60
+    settings.save()
+    store_history({"flat": levels(69)})
+    assert not Regression.objects.exists()
+    in_window = 40  # night 69 is the window's last point (index 59): index 40 is night 50
+    monkeypatch.setattr(detection.changepoint, "detect_many", lambda series, *args: [
+        [Detection(index=in_window, detected_at=raised_at - 69 + 59, before=2.0, after=2.4,
+                   confidence=1e-9)] for _ in series])
+    store_history({"flat": levels(1)}, first_night=69)
+    made = list(Regression.objects.values_list("first_bad_sha", flat=True))
+    assert made == ([] if raised_at < 69 else [sha(50)])
