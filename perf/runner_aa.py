@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import copy
 import multiprocessing
+import os
 import random
 import statistics
 import sys
@@ -53,6 +54,10 @@ def spin(stop: multiprocessing.Event) -> None:
     while not stop.is_set():
         for _ in range(50):
             a = torch.tanh(a @ a)
+
+
+def loadavg() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def bootstrap_interval(a: tuple[float, ...], b: tuple[float, ...],
@@ -172,13 +177,14 @@ def main() -> int:
                    for _ in range(args.load if phase == "loaded" else 0)]
         for worker in workers:
             worker.start()
-        print(f"{phase}: {len(workers)} competing processes")
+        print(f"{phase}: {len(workers)} competing processes; load average {loadavg()}")
         try:
             phases[phase] = measure_phase(cases, args.device, args.repeats, rng)
         finally:
             stop.set()
             for worker in workers:
                 worker.join(timeout=10)
+        print(f"{phase} done; load average {loadavg()}")
     print(f"\n{'phase':7s} {'method':8s} {'layers':9s} {'runs':>4s} {'median err':>9s} "
           f"{'max err':>8s} {'CI cover':>9s} {'s / cell':>10s}")
     for phase, rows in phases.items():
