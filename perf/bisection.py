@@ -3,9 +3,10 @@ log2 bound, and against measuring every commit once (the rounds' own mean time, 
 
     .venv/bin/python perf/bisection.py [--commits 25] [--mode command|pythonpath] [--runs 1]
 
-Makes the demo repository (runner.sources.demo: a build broken for two commits, an 8x
-slowdown at commit 17) in a temporary folder and bisects it end to end, as a worker does
-(the Celery task, in-process), with a throwaway SQLite database under var/.
+Makes the demo repository (runner.sources.demo: a build broken for two commits, the model
+recomputing its hidden layer demo.SLOWDOWN times from commit 17) in a temporary folder and
+bisects it end to end, as a worker does (the Celery task, in-process), with a throwaway
+SQLite database under var/.
 """
 
 from __future__ import annotations

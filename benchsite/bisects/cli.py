@@ -5,12 +5,15 @@
     bench bisect --regression ID [--wait] [--json]
     bench ab --spec SPEC.yml --source S --base REF --head REF [--head-source S] [--queue cpu]
              [--wait]
+    bench demo-bisect [--folder DIR] [--bisect]
 
 With --wait they follow it (progress on stdout, on stderr with --json) and `bench bisect`
 ends with `culprit: SHA` and exit status 0 for a culprit, 3 for not reproduced, 1 otherwise.
 `--json` prints the bisect as GET /api/v3/bisects/ID does (`state`, `culprit_sha`, `steps`).
 The operator's `--source` may be a source's name or id, or a path or URL: a source in
-pythonpath mode is then made (or reused) for it.
+pythonpath mode is then made (or reused) for it. `bench demo-bisect` makes the demo's
+regression from nightly jobs of a throwaway repository (benchsite.bisects.demo) and, with
+--bisect, bisects it.
 """
 
 from __future__ import annotations
@@ -21,14 +24,16 @@ import re
 import time
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import CommandError
 from django.utils.text import slugify
 
+from benchsite.bisects import demo
 from benchsite.bisects.models import GITHUB, Bisect, Source, describe
 from benchsite.bisects.start import BisectRefused, find_source, start_regression, start_spec
 from benchsite.regressions.models import Regression
 
-ACTIONS = ("bisect", "ab")
+ACTIONS = ("bisect", "ab", "demo-bisect")
 NOT_REPRODUCED_EXIT = 3
 
 
@@ -59,9 +64,23 @@ def add_parsers(commands) -> None:
     ab.add_argument("--head-source", metavar="S", help="the head's source, if another one")
     ab.add_argument("--queue", default="cpu")
     ab.add_argument("--wait", action="store_true", help="follow it until it ends")
+    example = commands.add_parser(
+        "demo-bisect", help="the bisection demo: a regression raised by nightly jobs of a "
+        "throwaway repository (and, with --bisect, its culprit)",
+        description="Make the demo repository (runner.sources.demo) and its source 'demo', "
+        "run the demo spec as nightly jobs at its commits on this machine (each "
+        "commit built as the source builds it), and print the regression detection raised "
+        "and the command that bisects it.")
+    example.add_argument("--folder", type=Path, default=Path(settings.VAR_DIR) / "demo-bisect",
+                         help="where the repository and the spec go (default: %(default)s)")
+    example.add_argument("--bisect", action="store_true",
+                         help="then bisect it, as bench bisect --regression N --wait")
+    example.add_argument("--queue", default="cpu", help="the jobs' and the bisect's queue")
 
 
 def handle(command, action: str, **options) -> None:
+    if action == "demo-bisect":
+        return demo_bisect(command, **options)
     try:
         bisect = (start_ab if action == "ab" else start_bisect)(**options)
     except BisectRefused as error:
@@ -81,6 +100,16 @@ def handle(command, action: str, **options) -> None:
         raise CommandError(f"bisect {bisect.pk} ended {bisect.state}", returncode=code)
     if options["wait"] and bisect.state == Bisect.State.FAILED:
         raise CommandError(f"{bisect.get_kind_display()} {bisect.pk} failed")
+
+
+def demo_bisect(command, *, folder: Path, bisect: bool, queue: str, **options) -> None:
+    regression = demo.prepare(folder, command.stdout, queue=queue)
+    if not bisect:
+        command.stdout.write(f"bisect it: python manage.py bench bisect --regression "
+                             f"{regression.pk} --wait")
+        return
+    handle(command, "bisect", regression=regression.pk, spec=None, source=None, good=None,
+           bad=None, cells="", metric="", queue=queue, wait=True, json=False)
 
 
 def start_bisect(*, regression, spec, source, good, bad, cells, metric, queue, **options):

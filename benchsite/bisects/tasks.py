@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import traceback
 from datetime import timedelta
 
@@ -40,7 +41,8 @@ RESEND_AFTER = timedelta(hours=1)
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True,
              time_limit=settings.BENCH_BISECT_TIME_LIMIT)
 def run_bisect(self, bisect_id: int) -> str:
-    worker = f"{self.request.hostname or 'in-process'} pid {os.getpid()}"
+    worker = in_process() if self.request.is_eager else \
+        f"{self.request.hostname} pid {os.getpid()}"
     bisect = claim(bisect_id, worker)
     if bisect is None:
         return "not runnable (ended, or running on a live worker)"
@@ -58,6 +60,27 @@ def run_bisect(self, bisect_id: int) -> str:
             state=Bisect.State.FAILED, finished_at=timezone.now(), progress="",
             outcome={"message": f"the bisect itself failed:\n{traceback.format_exc()[-4000:]}"})
     return Bisect.objects.get(pk=bisect_id).state
+
+
+def in_process() -> str:
+    """The worker name of a bisect run in this process (no broker: the command or request
+    that started it runs it, and writes no heartbeat)."""
+    return f"in-process@{socket.gethostname()} pid {os.getpid()}"
+
+
+def runs_here(worker: str) -> bool:
+    """Whether `worker` is a live process of this machine running a bisect in-process: the
+    sweeper (beat beside a `bench bisect` run without a broker) leaves it alone."""
+    node, _, pid = worker.rpartition(" pid ")
+    if node != in_process().rpartition(" pid ")[0] or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def claim(bisect_id: int, worker: str) -> Bisect | None:
@@ -130,14 +153,17 @@ def sweep() -> dict[str, int]:
 
 
 def sweep_lost_workers() -> dict[str, int]:
-    """Running bisects whose heartbeat stopped (their worker died, or its machine): past the
-    time limit, failed with that reason; after MAX_ATTEMPTS lost workers, failed; else
+    """Running bisects whose heartbeat stopped (their worker died, or its machine; not one
+    run in-process by a live process of this machine): past the time limit, failed with that
+    reason; after MAX_ATTEMPTS lost workers, failed; else
     pending again and queued (the rounds already stored are replayed, not measured)."""
     done = {"bisects failed at the time limit": 0, "bisects failed after lost workers": 0,
             "bisects queued again, their worker lost": 0}
     now = timezone.now()
     limit = timedelta(seconds=settings.BENCH_BISECT_TIME_LIMIT - settings.BENCH_HEARTBEAT_INTERVAL)
     for bisect in Bisect.objects.filter(stale_running(now)):
+        if runs_here(bisect.worker):
+            continue  # in-process, without a heartbeat, in a process still alive
         last_seen = bisect.heartbeat_at or bisect.started_at
         still = {"worker": bisect.worker, "heartbeat_at": bisect.heartbeat_at}
         if bisect.started_at and last_seen - bisect.started_at >= limit:

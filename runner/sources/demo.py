@@ -20,7 +20,7 @@ from pathlib import Path
 COMMITS = 25  # commit 0 is the good end, the last one the bad end
 BROKEN = 11
 SLOW = 17
-SLOWDOWN = 8
+SLOWDOWN = 32  # ~30x slower: clear of a busy machine's noise (a 4x spread between runs)
 # A "build" that fails on a syntax error, for a Source in command mode.
 BUILD_COMMAND = "{python} -m compileall -q {checkout}/demopkg"
 SPEC = """\

@@ -41,10 +41,11 @@ def make(source, **fields) -> Bisect:
     return Bisect.objects.get(pk=bisect.pk)
 
 
-def lost(source, attempts=1, ran=timedelta(minutes=5), **fields) -> Bisect:
+def lost(source, attempts=1, ran=timedelta(minutes=5), worker="gone@elsewhere pid 1",
+         **fields) -> Bisect:
     """A bisect whose worker died an hour ago, `ran` into it."""
     started = timezone.now() - AN_HOUR_AGO
-    return make(source, state="running", attempts=attempts, worker="gone@elsewhere pid 1",
+    return make(source, state="running", attempts=attempts, worker=worker,
                 started_at=started, heartbeat_at=started + ran,
                 enqueued_at=started - timedelta(seconds=1), **fields)
 
@@ -65,6 +66,15 @@ def test_a_bisect_whose_worker_was_lost_is_queued_again(source, sent):
     # the worker that takes it claims it: attempt 2
     claimed = tasks.claim(bisect.pk, "next@host pid 3")
     assert claimed.state == "running" and claimed.attempts == 2
+
+
+def test_a_bisect_run_in_process_by_a_live_process_is_left_alone(source, sent):
+    """`bench bisect` without a broker runs it in its own process, which writes no
+    heartbeat; a beat beside it (scripts/run's) must not send it to a worker too."""
+    running = lost(source, worker=tasks.in_process())  # this test's process: alive
+    dead = lost(source, worker=tasks.in_process().rsplit(" pid ", 1)[0] + " pid 999999999")
+    assert tasks.sweep()["bisects queued again, their worker lost"] == 1 and sent == [dead.pk]
+    assert Bisect.objects.get(pk=running.pk).state == "running"
 
 
 def test_after_max_attempts_a_lost_bisect_is_failed_with_the_reason(source, sent):
