@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import django_filters
 from django.db.models import Q
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -76,13 +78,29 @@ class StartSerializer(serializers.Serializer):
         return data
 
 
+class StateField(serializers.CharField):
+    """A bisect's state: in the schema, the enum component BisectStateEnum (named here: the
+    compare API's rows have a `state` enum of their own)."""
+
+
+class StateFieldSchema(OpenApiSerializerFieldExtension):
+    target_class = StateField
+
+    def map_serializer_field(self, auto_schema, direction):
+        component = ResolvedComponent(
+            name="BisectStateEnum", type=ResolvedComponent.SCHEMA, object="BisectStateEnum",
+            schema={"type": "string", "enum": list(Bisect.State.values)})
+        auto_schema.registry.register_on_missing(component)
+        return component.ref
+
+
 class BisectSerializer(serializers.Serializer):
     """Documents a bisect as the API shows it (`describe`); the list's items have no steps."""
 
     id = serializers.IntegerField()
     kind = serializers.ChoiceField(choices=Bisect.Kind.choices)
     url = serializers.CharField(help_text="its page")
-    state = serializers.ChoiceField(choices=Bisect.State.choices)
+    state = StateField()
     progress = serializers.CharField(help_text="what it does now")
     culprit_sha = serializers.CharField(help_text="a bisect's culprit, once found")
     outcome = serializers.JSONField(

@@ -33,7 +33,7 @@ def find_source(name_or_id: str | int) -> Source:
     """An admin's source by name or id; only such sources run."""
     text = str(name_or_id).strip()
     found = Source.objects.filter(name=text).first()
-    if found is None and text.isdigit():
+    if found is None and text.isascii() and text.isdigit() and int(text) < 2**63:
         found = Source.objects.filter(pk=int(text)).first()
     if found is None:
         known = ", ".join(Source.objects.values_list("name", flat=True)[:20]) or "none yet"
