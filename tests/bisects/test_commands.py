@@ -26,7 +26,7 @@ def spec(tmp_path, settings):
 
 
 def test_a_range_without_a_change_is_not_reproduced_exit_3(spec, demo_repo, settings, capsys):
-    settings.BENCH_BISECT_MIN_CHANGE = 0.5  # the demo's change is 8x; the machine's noise not
+    settings.BENCH_BISECT_MIN_CHANGE = 0.5  # the demo's change is ~30x; the machine's noise not
     settings.BENCH_BISECT_MAX_ROUNDS = 2
     path, shas = demo_repo
     with pytest.raises(CommandError) as ended:

@@ -21,7 +21,7 @@ KEY = "custom/demo_mlp/eager/eval/float32/cpu/bsdefault"
 @pytest.fixture
 def finished(source, demo_repo, monkeypatch):
     """A bisect of the demo's commits 15..19 as a worker leaves it: 15 and 16 good, 17 the
-    culprit (8x slower), 18 skipped (its build failed), 19 bad."""
+    culprit (8x slower here), 18 skipped (its build failed), 19 bad."""
     from benchsite.bisects import tasks
 
     monkeypatch.setattr(tasks.run_bisect, "apply_async", lambda **kwargs: None)  # no worker
