@@ -1,6 +1,6 @@
 """The page of a finished bisect in Chromium: the chart of every repetition over the commits
 measured with the culprit marked, the culprit's facts and links, the skipped commit's log,
-and no browser error (the browser fixtures of tests/browser)."""
+and no browser error (the browser fixtures of tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from benchsite.bisects.models import BisectStep
 from benchsite.bisects.search import CULPRIT, Outcome
 from benchsite.bisects.start import start_spec
 from runner.sources import demo
-from tests.browser.conftest import browser, page  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 KEY = "custom/demo_mlp/eager/eval/float32/cpu/bsdefault"
@@ -57,7 +56,7 @@ def finished(source, demo_repo, monkeypatch):
     return bisect, commits
 
 
-def test_the_bisect_page_charts_every_repetition_and_marks_the_culprit(page, finished):  # noqa: F811
+def test_the_bisect_page_charts_every_repetition_and_marks_the_culprit(page, finished):
     bisect, commits = finished
     page.goto(bisect.get_absolute_url())
     page.locator(".js-plotly-plot").first.wait_for()
