@@ -26,15 +26,14 @@ from django.utils import timezone
 from benchsite.bisects import execute
 from benchsite.bisects.models import Bisect
 from benchsite.jobs.broker import BROKER_ERRORS
-from benchsite.jobs.heartbeat import Heartbeat
-from benchsite.jobs.tasks import died_here
+from benchsite.jobs.heartbeat import Heartbeat, alive_on, stopped_beating
+from benchsite.jobs.tasks import MAX_ATTEMPTS, OUTBOX_GRACE, died_here
 
 logger = logging.getLogger(__name__)
-MAX_ATTEMPTS = 3  # workers lost running one bisect before it is failed
-# A pending bisect is left this long to the enqueue that follows its start; one whose task
-# was handed to the broker RESEND_AFTER ago and that no worker took is sent again (the
-# message may be lost: a broker that lost its data, a worker that died before claiming it).
-OUTBOX_GRACE = timedelta(seconds=5)
+# A pending bisect is left OUTBOX_GRACE to the enqueue that follows its start, and fails after
+# MAX_ATTEMPTS lost workers, as cells do; one whose task was handed to the broker RESEND_AFTER
+# ago and that no worker took is sent again (the message may be lost: a broker that lost its
+# data, a worker that died before claiming it).
 RESEND_AFTER = timedelta(hours=1)
 
 
@@ -71,16 +70,7 @@ def in_process() -> str:
 def runs_here(worker: str) -> bool:
     """Whether `worker` is a live process of this machine running a bisect in-process: the
     sweeper (beat beside a `bench bisect` run without a broker) leaves it alone."""
-    node, _, pid = worker.rpartition(" pid ")
-    if node != in_process().rpartition(" pid ")[0] or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return alive_on(worker, in_process().rpartition(" pid ")[0]) is True
 
 
 def claim(bisect_id: int, worker: str) -> Bisect | None:
@@ -137,9 +127,7 @@ def gave_up_reason(bisect: Bisect) -> str:
 
 def stale_running(now) -> Q:
     """Running bisects whose worker stopped writing the heartbeat."""
-    stale = now - timedelta(seconds=settings.BENCH_HEARTBEAT_TIMEOUT)
-    return Q(state=Bisect.State.RUNNING) & (
-        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
+    return Q(state=Bisect.State.RUNNING) & stopped_beating(now)
 
 
 @shared_task(acks_late=False)  # a lost sweep is simply the next one

@@ -6,11 +6,13 @@ bisects both beat this way."""
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from benchsite.jobs.models import JobCell
@@ -54,3 +56,25 @@ def cell_heartbeat(cell_id: int, worker: str) -> Heartbeat:
     """The heartbeat of a job cell while it runs on `worker`."""
     return Heartbeat(JobCell.objects.filter(pk=cell_id, status=JobCell.Status.RUNNING,
                                             worker=worker), f"cell {cell_id}")
+
+
+def stopped_beating(now: datetime) -> Q:
+    """Rows whose heartbeat stopped: none written for BENCH_HEARTBEAT_TIMEOUT s (or none ever,
+    started that long ago)."""
+    stale = now - timedelta(seconds=settings.BENCH_HEARTBEAT_TIMEOUT)
+    return Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale)
+
+
+def alive_on(running_on: str, node: str) -> bool | None:
+    """Whether the process a unit runs on (`running_on`: "NODE pid N") is alive, when NODE is
+    `node` (this machine's); None when it runs elsewhere, where this process cannot tell."""
+    here, _, pid = running_on.rpartition(" pid ")
+    if here != node or not pid.isdigit():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, another user's
+    return True

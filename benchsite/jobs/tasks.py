@@ -35,7 +35,7 @@ from benchsite.jobs.broker import (
     forget_reservations,
     stale_reservations,
 )
-from benchsite.jobs.heartbeat import cell_heartbeat
+from benchsite.jobs.heartbeat import alive_on, cell_heartbeat, stopped_beating
 from benchsite.jobs.models import Job, JobCell
 from benchsite.results.ingest import store_upload
 from benchsite.results.models import Upload
@@ -136,26 +136,13 @@ def gave_up_reason() -> str:
 
 def stale_running(now) -> Q:
     """Running cells whose worker stopped writing the heartbeat."""
-    stale = now - timedelta(seconds=settings.BENCH_HEARTBEAT_TIMEOUT)
-    return Q(status=JobCell.Status.RUNNING) & (
-        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
+    return Q(status=JobCell.Status.RUNNING) & stopped_beating(now)
 
 
 def died_here(running_on: str, worker: str) -> bool:
     """Whether `running_on` ("node pid N") is this worker node or this very process, and that
     process is gone: a pool child killed mid-cell, or a Celery retry of this process."""
-    node, _, pid = running_on.rpartition(" pid ")
-    if running_on == worker:
-        return True
-    if node != worker.rpartition(" pid ")[0] or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    return running_on == worker or alive_on(running_on, worker.rpartition(" pid ")[0]) is False
 
 
 def release(cell: JobCell) -> None:

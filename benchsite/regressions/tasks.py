@@ -61,13 +61,20 @@ def _detection_failed(upload_id: int, error: str) -> None:
     except DatabaseError:  # the database itself failed: the sweeper retries later
         logger.exception("upload %s: detection failed and could not be recorded", upload_id)
         return
-    last_line = error.splitlines()[-1] if error else ""
     if give_up:
-        logger.error("upload %s: detection failed %d times, given up (admin: Uploads, "
-                     "detection 'given up'): %s", upload_id, attempts, last_line)
+        _tell_given_up(upload_id, attempts, error)
     else:
         logger.warning("upload %s: detection attempt %d of %d failed: %s", upload_id,
-                       attempts, settings.BENCH_DETECTION_MAX_ATTEMPTS, last_line)
+                       attempts, settings.BENCH_DETECTION_MAX_ATTEMPTS, _last_line(error))
+
+
+def _tell_given_up(upload_id: int, attempts: int, error: str) -> None:
+    logger.error("upload %s: detection failed %d times, given up (admin: Uploads, detection "
+                 "'given up'): %s", upload_id, attempts, _last_line(error))
+
+
+def _last_line(error: str) -> str:
+    return error.splitlines()[-1] if error else ""
 
 
 @shared_task(**RETRY)
@@ -86,8 +93,7 @@ def detect_owed() -> int:
                           "killed each time, e.g. out of memory?)")
         if Upload.objects.filter(pk=upload_id, detection_owed_at__isnull=False).update(
                 detection_owed_at=None, detection_error=error):
-            logger.error("upload %s: detection failed %d times, given up: %s", upload_id,
-                         attempts, error.splitlines()[-1])
+            _tell_given_up(upload_id, attempts, error)
     owed = list(overdue.filter(detection_attempts__lt=settings.BENCH_DETECTION_MAX_ATTEMPTS)
                 .order_by("detection_owed_at").values_list("pk", flat=True)[:1000])
     for upload_id in owed:
