@@ -28,7 +28,7 @@ run (not a "missing metric" alert). Then the records are set against the change-
 detector's own placements on each whole series: at the same night, 1-3 nights off (moved
 by alignment, or placed differently from a shorter history), or with no change point near.
 
-Scoring, per noise band (noise <= 2 %, <= 5 %), in two views:
+Scoring, per noise band (noise <= 2 %, <= 5 %), in three views:
 - every change: a step of 5 % or more, up or down, is found by an alert that places it on
   its first point or up to 5 points after it (an improvement's record finds a step down);
   every other alert is false: placed before the step or later, on 2 % steps, drifts,
@@ -37,6 +37,11 @@ Scoring, per noise band (noise <= 2 %, <= 5 %), in two views:
 - regressions only (what is notified): steps up are the changes to find, and only the
   alerts that say "worse" count (records of the regression kind; the HUD policy's findings;
   alerts of the other detectors whose level went up).
+- every change, either side: as the first, but an alert placed up to 5 points before a step
+  finds it too: the symmetric margin of published change-point scores (van den Burg and
+  Williams' TCPDBench, F1 with a margin of 5). An alert placed a night or two early puts
+  the culprit outside its commit range as surely as one placed late, so the first view
+  stays the one the targets apply to; this one says how much of the gap is placement.
 The delay of a hit is the number of points at the new level when it was raised (1: on the
 first). Targets for the deployed stream: F1 >= 0.97 at noise <= 2 %, >= 0.92 at <= 5 %; the
 script exits with status 1 when it misses them (not with --quick, whose subset is too small
@@ -89,7 +94,7 @@ WITHIN = 5  # points after a step's first point where an alert still finds it
 DUPLICATE_WITHIN = 10  # a further alert this near a step is a second alert for it
 GROUPS = (("noise <= 2%", 0.02), ("noise <= 5%", 0.05))
 TARGETS = {"noise <= 2%": 0.97, "noise <= 5%": 0.92}
-VIEWS = ("every change", "regressions only")
+VIEWS = ("every change", "regressions only", "every change, either side")
 DEPLOYED = "deployed stream"
 # The metric of every labelled series: lower is better (runner.contract.directions infers
 # it from the name and unit, as it does for the site's series).
@@ -220,10 +225,11 @@ def score(series: Series, alerts: list[Alert], view: str = VIEWS[0]) -> Score:
         return result
     result.changes = 1
     position = np.cumsum(np.isfinite(series.values)) - 1  # night -> index among present points
+    earliest = -WITHIN if view == VIEWS[2] else 0
     hit = None
     for number, alert in enumerate(alerts):  # in the order they were raised
         offset = position[alert.index] - position[target]
-        if 0 <= offset <= WITHIN:
+        if earliest <= offset <= WITHIN:
             delay = position[alert.detected_at] - position[target] + 1
             result.hits, result.delays, hit = 1, [int(delay)], number
             break
@@ -273,8 +279,11 @@ def print_table(table: Table, count: int) -> None:
           "the new level when raised, median/p90; R 5/5: recall on 5% steps at 5% noise)")
     width = 26
     for view in VIEWS:
-        print(f"\n{view}" + (": steps up and down, every alert" if view == VIEWS[0] else
-                             ": steps up, alerts that say worse"))
+        print(f"\n{view}: " + {
+            VIEWS[0]: "steps up and down, every alert",
+            VIEWS[1]: "steps up, alerts that say worse",
+            VIEWS[2]: f"as the first, an alert placed up to {WITHIN} points before a step "
+                      "finds it too (TCPDBench's margin)"}[view])
         header = f"{'detector':<{width}}" + "".join(f" | {g:^45}" for g in groups)
         print(header + " | R 5/5")
         print(f"{'':<{width}}" + " | {:>6} {:>6} {:>6} {:>7} {:>5} {:>4} {:>4}".format(
@@ -296,13 +305,15 @@ def print_table(table: Table, count: int) -> None:
 
 
 def check_targets(table: Table) -> bool:
+    """The targets on the first view (the exit status); the either-side view is printed
+    beside it for comparison with published change-point scores."""
     met = True
     for group, target in TARGETS.items():
-        f1 = table[DEPLOYED][VIEWS[0]][group].figures()[2]
+        f1, either = (table[DEPLOYED][view][group].figures()[2] for view in (VIEWS[0], VIEWS[2]))
         ok = f1 >= target - 1e-12
         met &= ok
         print(f"target {group}: deployed stream F1 {f1:.3f} >= {target:.2f}: "
-              f"{'met' if ok else 'MISSED'}")
+              f"{'met' if ok else 'MISSED'} (either side of the step: {either:.3f})")
     return met
 
 

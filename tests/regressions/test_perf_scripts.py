@@ -41,8 +41,11 @@ def test_a_second_alert_for_a_found_step_is_a_false_alarm_and_a_duplicate():
     scored = detectors.score(step, alerts)
     assert (scored.hits, scored.alerts, scored.false, scored.duplicates) == (1, 3, 2, 1)
     assert scored.delays == [53 - 50 + 1]
-    # Placed before the step: not found.
-    assert detectors.score(step, [detectors.Alert(48, 53, True)]).hits == 0
+    # Placed before the step: not found, except in the view with a margin either side.
+    early = [detectors.Alert(48, 53, True)]
+    assert detectors.score(step, early).hits == 0
+    assert detectors.score(step, early, detectors.VIEWS[2]).hits == 1
+    assert detectors.score(step, [detectors.Alert(44, 53, True)], detectors.VIEWS[2]).hits == 0
 
 
 def test_regressions_only_counts_steps_up_and_alerts_that_say_worse():
