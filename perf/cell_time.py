@@ -2,6 +2,7 @@
 layers (below 0.5 ms a call), in the same run.
 
     .venv/bin/python perf/cell_time.py [--repeats 3] [--compile] [--shapes 16x256x256,...]
+        [--load N]
 
 Both sides do a whole cell of a torchao microbenchmark config: build the layer, copy it,
 apply the recipe, (compile,) and time. Ours is `runner.quant.execute.run_cell` with the
@@ -37,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 from torch.utils.benchmark import Timer  # noqa: E402
 
+from perf.competing_load import competing, loadavg  # noqa: E402
 from runner.quant import models  # noqa: E402
 from runner.quant.cells import QuantCell, Shape  # noqa: E402
 from runner.quant.execute import run_cell  # noqa: E402
@@ -80,11 +82,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--compile", action="store_true", help="compiled cells (mode default)")
     parser.add_argument("--shapes", default=SHAPES)
+    parser.add_argument("--load", type=int, default=0,
+                        help="competing CPU-bound processes the script runs meanwhile")
     args = parser.parse_args()
+    with competing(args.load):
+        measure(args)
+
+
+def measure(args: argparse.Namespace) -> None:
     shapes = [Shape("custom", *map(int, text.split("x"))) for text in args.shapes.split(",")]
     mode = "default" if args.compile else None
-    print(f"load average at start {' '.join(f'{v:.2f}' for v in os.getloadavg())}, "
-          f"{os.cpu_count()} CPUs")
+    print(f"load average at start {loadavg()}, {os.cpu_count()} CPUs, {args.load} competing "
+          "processes started by this script")
     rows = []
     for shape in shapes:
         for recipe in RECIPES:
@@ -123,7 +132,7 @@ def main() -> None:
     print(f"\nwhole config ({len(rows)} cells, {'compiled' if mode else 'eager'}): ours "
           f"{total_mine:.2f} s, torchao {total_theirs:.2f} s, ratio {total_mine / total_theirs:.2f}"
           f"; median ours/torchao per speedup {statistics.median(ratios):.2f}")
-    print(f"load average at end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"load average at end {loadavg()}")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import copy
 import multiprocessing
-import os
 import random
 import statistics
 import sys
@@ -39,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from perf.competing_load import competing, loadavg  # noqa: E402
 from runner.timers import cpu_threads, pair_cpu, pair_cuda, time_cpu, time_cuda  # noqa: E402
 from runner.timing import TimingSettings  # noqa: E402
 
@@ -49,19 +49,6 @@ CUDA_SIZES = [(256, 1024, 1024), (2048, 4096, 4096), (8192, 8192, 8192), (16384,
 SMALL_MS = 0.5
 BOOTSTRAP = 1000
 TORCHAO_CALLS = 100
-
-
-def spin(stop: multiprocessing.Event) -> None:
-    """A competing CPU-bound process: small matrix products (compute and cache traffic)."""
-    torch.set_num_threads(1)
-    a = torch.randn(256, 256)
-    while not stop.is_set():
-        for _ in range(50):
-            a = torch.tanh(a @ a)
-
-
-def loadavg() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def bootstrap_interval(a: tuple[float, ...], b: tuple[float, ...],
@@ -191,18 +178,10 @@ def main() -> int:
     report = {}
     phases = {}
     for phase in ("quiet", "loaded"):
-        stop = multiprocessing.Event()
-        workers = [multiprocessing.Process(target=spin, args=(stop,), daemon=True)
-                   for _ in range(args.load if phase == "loaded" else 0)]
-        for worker in workers:
-            worker.start()
-        print(f"{phase}: {len(workers)} competing processes; load average {loadavg()}")
-        try:
+        count = args.load if phase == "loaded" else 0
+        with competing(count):
+            print(f"{phase}: {count} competing processes; load average {loadavg()}")
             phases[phase] = measure_phase(cases, args.device, args.repeats, rng)
-        finally:
-            stop.set()
-            for worker in workers:
-                worker.join(timeout=10)
         print(f"{phase} done; load average {loadavg()}")
     print(f"\n{'phase':7s} {'method':8s} {'layers':9s} {'runs':>4s} {'median err':>9s} "
           f"{'max err':>8s} {'CI cover':>9s} {'s / cell':>10s}")
