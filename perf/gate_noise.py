@@ -27,11 +27,15 @@ its base (medians of their repetitions).
   of the 100 series compared moved: 1, 10 or 100 (the others quiet series of a quiet
   comparison).
 
-The check (exit status 1 when it fails): at 2 % noise, in both variants, the new rule's
-false-alarm rate per series is at most a tenth of the fixed rule's, and its recall on 10 %
-steps is no lower than the fixed rule's (within one standard error of the difference) with
-10 of 100 series moving, and with 1 of 100. Pure functions: no database. --quick: a fifth
-of the series (for tests).
+The trade-off of the false discovery rate (`DetectionSettings.compare_fdr`, a request's
+`?fdr=`, the gate's --fdr): the same verdicts held to q = 0.005, 0.05 and 0.25 give the new
+rule's FA, gate and recall figures per q, in a second table (no check).
+
+The check (exit status 1 when it fails), at the default rate (`Rules.fdr`): at 2 % noise,
+in both variants, the new rule's false-alarm rate per series is at most a tenth of the fixed
+rule's, and its recall on 10 % steps is no lower than the fixed rule's (within one standard
+error of the difference) with 10 of 100 series moving, and with 1 of 100. Pure functions:
+no database. --quick: a fifth of the series (for tests).
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ WITHIN = 1 / 3  # within-run noise, as a share of the run-to-run noise
 MOVING = (1, 10, 100)  # series of a comparison's 100 that step
 CHECKED_NOISE, CHECKED_MOVING, RATIO = 0.02, (10, 1), 10
 FLAGGED = (REGRESSION, IMPROVEMENT, CHANGED)
+FDRS = (0.005, 0.05, 0.25)  # the trade-off table's rates
 
 
 def nights(rng: np.random.Generator, count: int, noise: float, repetitions: int,
@@ -118,6 +123,15 @@ def cases(matrix: np.ndarray, base_nights: np.ndarray, worse: list[bool | None])
 
 
 @dataclass
+class Held:
+    """The new rule's figures at one false discovery rate."""
+
+    fa: float
+    gate: float
+    recall: dict[int, float]
+
+
+@dataclass
 class Figures:
     fixed_fa: float
     new_fa: float
@@ -128,10 +142,13 @@ class Figures:
     quiet: int
     comparisons: int
     steps: int
+    by_fdr: dict[float, Held]  # the new rule's figures at each of `fdrs`
 
 
-def measure(rng: np.random.Generator, series: int, noise: float, repetitions: int
-            ) -> Figures:
+def measure(rng: np.random.Generator, series: int, noise: float, repetitions: int,
+            fdrs: tuple[float, ...] = ()) -> Figures:
+    """The figures at the default rate (`Rules.fdr`), and the new rule's at each of `fdrs`
+    (the same verdicts, held to each rate)."""
     # Quiet: every series compared at QUIET_NIGHTS consecutive pairs of nights; the series
     # of one night, 100 at a time, are one comparison.
     quiet_matrix = nights(rng, series, noise, repetitions)
@@ -140,12 +157,9 @@ def measure(rng: np.random.Generator, series: int, noise: float, repetitions: in
         made = cases(quiet_matrix, np.full(series, base), [None] * series)
         comparisons += [made[i : i + PER_COMPARISON] for i in range(0, series, PER_COMPARISON)]
     quiet_verdicts = [[case.judged() for case in comparison] for comparison in comparisons]
-    held = [judge.control(verdicts, RULES.fdr) for verdicts in quiet_verdicts]
     quiet = sum(map(len, comparisons))
     fixed_fa = sum(case.fixed() in FLAGGED for c in comparisons for case in c) / quiet
-    new_fa = sum(v.state in FLAGGED for verdicts in held for v in verdicts) / quiet
     fixed_gate = np.mean([any(case.fixed() == REGRESSION for case in c) for c in comparisons])
-    new_gate = np.mean([any(v.state == REGRESSION for v in verdicts) for verdicts in held])
 
     # Steps: a 10 % step (up or down) on a night with a full history before it.
     step_at = rng.integers(LOOKBACK + 1, NIGHTS, series)
@@ -156,18 +170,27 @@ def measure(rng: np.random.Generator, series: int, noise: float, repetitions: in
     wanted = [REGRESSION if case.worse else IMPROVEMENT for case in steps]
     fixed_recall = np.mean([case.fixed() == want for case, want in zip(steps, wanted,
                                                                        strict=True)])
-    new_recall = {}
-    for moving in MOVING:
-        found = 0
-        for start in range(0, series - moving + 1, moving):
-            others = quiet_verdicts[(start // moving) % len(quiet_verdicts)]
-            mixed = step_verdicts[start : start + moving] + others[: PER_COMPARISON - moving]
-            held_mixed = judge.control(mixed, RULES.fdr)[:moving]
-            found += sum(v.state == want for v, want in zip(
-                held_mixed, wanted[start : start + moving], strict=True))
-        new_recall[moving] = found / (series - series % moving)
-    return Figures(fixed_fa, new_fa, float(fixed_gate), float(new_gate), float(fixed_recall),
-                   new_recall, quiet, len(comparisons), series)
+
+    def held_to(fdr: float) -> Held:
+        held = [judge.control(verdicts, fdr) for verdicts in quiet_verdicts]
+        fa = sum(v.state in FLAGGED for verdicts in held for v in verdicts) / quiet
+        gate = np.mean([any(v.state == REGRESSION for v in verdicts) for verdicts in held])
+        recall = {}
+        for moving in MOVING:
+            found = 0
+            for start in range(0, series - moving + 1, moving):
+                others = quiet_verdicts[(start // moving) % len(quiet_verdicts)]
+                mixed = step_verdicts[start : start + moving] + others[: PER_COMPARISON - moving]
+                held_mixed = judge.control(mixed, fdr)[:moving]
+                found += sum(v.state == want for v, want in zip(
+                    held_mixed, wanted[start : start + moving], strict=True))
+            recall[moving] = found / (series - series % moving)
+        return Held(fa, float(gate), recall)
+
+    default = held_to(RULES.fdr)
+    return Figures(fixed_fa, default.fa, float(fixed_gate), default.gate, float(fixed_recall),
+                   default.recall, quiet, len(comparisons), series,
+                   {fdr: default if fdr == RULES.fdr else held_to(fdr) for fdr in fdrs})
 
 
 def _rate(value: float) -> str:
@@ -200,9 +223,11 @@ def main() -> int:
     print("-" * len(header))
     holds = True
     problems = []
+    trade: list[tuple[str, float, Figures]] = []
     for variant, repetitions in VARIANTS:
         for noise in NOISES:
-            f = measure(rng, series, noise, repetitions)
+            f = measure(rng, series, noise, repetitions, FDRS)
+            trade.append((variant, noise, f))
             # No new false alarm: the ratio is at least fixed / (3 / quiet), the new rate's
             # 95 % upper bound.
             ratio = (f"{f.fixed_fa / f.new_fa:6.0f}x" if f.new_fa else
@@ -228,6 +253,20 @@ def main() -> int:
                     holds = False
                     problems.append(f"{variant}: recall {new:.1%} with {moving}/100 moving "
                                     f"< the fixed rule's {fixed:.1%}")
+    # The rate's trade-off, from the same verdicts. A row starts "q <rate>", so that its third
+    # word is never a noise level (tests/regressions/test_perf_scripts.py counts those).
+    print(f"\nThe false discovery rate's trade-off (new rule; the default is {RULES.fdr:g}): "
+          f"FA, gate and recall as above, with the same verdicts held to each rate q")
+    header = (f"{'rate':<7} | {'variant':<14} {'noise':>5} | {'FA':>8} {'gate':>6} | "
+              f"{'recall 1/100':>12} {'10/100':>7} {'100/100':>7}")
+    print(header)
+    print("-" * len(header))
+    for fdr in FDRS:
+        for variant, noise, f in trade:
+            held = f.by_fdr[fdr]
+            print(f"q {fdr:<5g} | {variant:<14} {noise:5.0%} | {_rate(held.fa)} "
+                  f"{held.gate:6.1%} | {held.recall[1]:12.1%} {held.recall[10]:7.1%} "
+                  f"{held.recall[100]:7.1%}")
     print(f"\n({time.perf_counter() - started:.0f} s; quiet series-comparisons per row: "
           f"{series * QUIET_NIGHTS}, in {series * QUIET_NIGHTS // PER_COMPARISON} "
           f"comparisons; steps per row: {series})")

@@ -12,6 +12,10 @@ link to the comparison page) and exits with:
      results at both commits (the markdown says which): a gate that cannot judge never
      passes
 
+--fdr Q holds the series judged on their history's noise to the false discovery rate Q
+(0 < Q <= 0.25) instead of the server's setting (0.005 by default): higher finds an
+isolated change more often, and fails quiet comparisons of many series more often.
+
 Plain HTTP (urllib), no Django.
 """
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import urllib.error
 import urllib.parse
@@ -31,6 +36,7 @@ STATES = ("regression", "improvement", "changed", "noisy", "insufficient_data", 
 PASS, FAIL, ERROR, CANNOT_COMPARE = 0, 1, 2, 3
 NO_COMMON = "no common results"
 MAX_ROWS = 30  # per table in the summary
+MAX_FDR = 0.25  # the server's largest false discovery rate (judge.MAX_FDR)
 TIMEOUT_S = 120
 
 
@@ -43,9 +49,10 @@ class CannotCompare(GateError):
 
 
 def fetch_comparison(server: str, repo: str, base: str, head: str,
-                     filters: dict[str, str] | None = None) -> dict:
+                     filters: dict[str, str] | None = None, fdr: float | None = None) -> dict:
     params = {"repo": repo, "base": base, "head": head,
-              **{k: v for k, v in (filters or {}).items() if v}}
+              **{k: v for k, v in (filters or {}).items() if v},
+              **({} if fdr is None else {"fdr": repr(fdr)})}
     url = f"{server.rstrip('/')}/api/v3/compare?{urllib.parse.urlencode(params)}"
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
@@ -79,7 +86,9 @@ def markdown(comparison: dict, server: str) -> str:
         "",
         f"Each series is judged against its history on "
         f"{', '.join(f'`{_code(b)}`' for b in comparison.get('branches', []))}: "
-        "its change must pass the metric's tolerance and its noise.",
+        "its change must pass the metric's tolerance and its noise"
+        + (f" (false discovery rate {comparison['fdr']:g} over the series compared)."
+           if isinstance(comparison.get("fdr"), int | float) else "."),
         "",
     ]
     if comparison["verdict"] == NO_COMMON:
@@ -132,6 +141,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--fail-on", default="regression", type=_states,
                         help=f"comma-separated states that fail: {', '.join(STATES)} "
                         "(default: regression)")
+    parser.add_argument("--fdr", type=_fdr, metavar="Q",
+                        help=f"false discovery rate over the series compared (0 < Q <= "
+                        f"{MAX_FDR:g}; default: the server's setting, 0.005 unless changed): "
+                        "higher finds an isolated change more often and fails quiet "
+                        "comparisons more often")
     for name in FILTERS:
         parser.add_argument(f"--{name}", help=f"only this {name} (exact)")
     parser.set_defaults(func=run)
@@ -145,10 +159,22 @@ def _states(text: str) -> set[str]:
     return wanted
 
 
+def _fdr(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_FDR:  # NaN fails too
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a false discovery rate above 0 and at most {MAX_FDR:g}, e.g. 0.05")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     filters = {name: getattr(args, name) for name in FILTERS}
     try:
-        comparison = fetch_comparison(args.server, args.repo, args.base, args.head, filters)
+        comparison = fetch_comparison(args.server, args.repo, args.base, args.head, filters,
+                                      getattr(args, "fdr", None))
     except CannotCompare as error:
         print(f"### Benchmarks: cannot compare ({_text(args.repo)})\n\n{_text(str(error))}")
         print(f"error: cannot compare: {error}", file=sys.stderr)

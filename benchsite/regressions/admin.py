@@ -156,7 +156,7 @@ class DetectionSettingsAdmin(admin.ModelAdmin):
                                      "min_after", "min_magnitude", "significance"]}),
         ("HUD policy", {"fields": ["hud_enabled", "baseline_points", "comparison_points",
                                    "baseline_statistic", "default_tolerance"]}),
-        ("Commit comparison", {"fields": ["compare_significance"]}),
+        ("Commit comparison", {"fields": ["compare_significance", "compare_fdr"]}),
         ("Stopped reporting", {"fields": ["silence_gaps", "silence_min_runs",
                                           "silence_lookback_days"]}),
     ]

@@ -10,9 +10,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from benchsite.regressions.compare import FILTERS, CannotCompare, recent_comparison
-from benchsite.regressions.detect.judge import STATES
+from benchsite.regressions.detect.judge import MAX_FDR, STATES, check_fdr
 
 REQUIRED = ("repo", "base", "head")
+OPTIONS = ("fdr",)
+KNOWN = REQUIRED + FILTERS + OPTIONS
 
 
 class RowSerializer(serializers.Serializer):
@@ -52,6 +54,8 @@ class ComparisonSerializer(serializers.Serializer):
     head = serializers.CharField()
     branches = serializers.ListField(child=serializers.CharField(),
                                      help_text="the default branches the history is from")
+    fdr = serializers.FloatField(
+        help_text="the false discovery rate the series judged on their noise were held to")
     verdict = serializers.CharField(
         help_text="regression, improvement, unchanged, or 'no common results'")
     counts = serializers.DictField(child=serializers.IntegerField())
@@ -67,28 +71,41 @@ class Compare(APIView):
         "repetitions) with the rule that decided; an overall verdict and counts. A unique "
         "prefix (7+ characters) of a stored sha names it. 404 with `cannot_compare` "
         "(unknown_repo, unknown_sha, short_sha, ambiguous_sha) when the commits cannot be "
-        "compared. CI's gate (`python -m runner gate`) fails a pull request on "
-        "`regression`.",
+        "compared. `fdr` holds the series judged on their history's noise to this false "
+        f"discovery rate (0 < fdr <= {MAX_FDR:g}) instead of the detection settings' "
+        "`compare_fdr`: higher finds an isolated change more often, and fails quiet "
+        "comparisons of many series more often. CI's gate (`python -m runner gate`) fails a "
+        "pull request on `regression`.",
         parameters=[OpenApiParameter(name, OpenApiTypes.STR, required=True)
                     for name in REQUIRED]
         + [OpenApiParameter(name, OpenApiTypes.STR, description="exact match")
-           for name in FILTERS],
+           for name in FILTERS]
+        + [OpenApiParameter("fdr", OpenApiTypes.FLOAT, description="false discovery rate "
+                            f"over the comparison's series (0 < fdr <= {MAX_FDR:g}); default: "
+                            "the detection settings' compare_fdr")],
         responses={200: ComparisonSerializer, 400: OpenApiTypes.OBJECT,
                    404: OpenApiTypes.OBJECT},
     )
     def get(self, request):
         params = request.query_params
         errors = [f"{name}: required" for name in REQUIRED if not params.get(name)]
-        errors += [f"{name}: unknown parameter; known: {', '.join(REQUIRED + FILTERS)}"
-                   for name in params if name not in REQUIRED + FILTERS]
-        errors += [f"{name}: contains a NUL character" for name in REQUIRED + FILTERS
+        errors += [f"{name}: unknown parameter; known: {', '.join(KNOWN)}"
+                   for name in params if name not in KNOWN]
+        errors += [f"{name}: contains a NUL character" for name in KNOWN
                    if "\0" in params.get(name, "")]
+        fdr = None
+        if "fdr" in params:
+            try:
+                fdr = check_fdr(float(params["fdr"]))
+            except ValueError:
+                errors.append(f"fdr: a false discovery rate, above 0 and at most "
+                              f"{MAX_FDR:g} (e.g. 0.05); got {params['fdr']!r}")
         if errors:
             return Response({"errors": errors}, status=400)
         filters = {name: params[name] for name in FILTERS if params.get(name)}
         try:
             comparison = recent_comparison(params["repo"], params["base"], params["head"],
-                                           **filters)
+                                           fdr=fdr, **filters)
         except CannotCompare as error:
             return Response({"errors": [str(error)], "cannot_compare": error.reason},
                             status=404)

@@ -5,7 +5,9 @@ its own history on the repo's default branch (`detect.judge`).
 prefix of a stored sha is enough), reads the results of both with one query (joined with
 their series) and the default-branch history of those series up to the base commit with
 another. A series' value at a commit is the median of all repetitions of all its results
-there. Raises `CannotCompare` for an unknown repo, an unknown or ambiguous commit.
+there. Raises `CannotCompare` for an unknown repo, an unknown or ambiguous commit. The
+series judged on their history's noise are held to a false discovery rate: `fdr` where
+given (a request's `?fdr=`), else `DetectionSettings.compare_fdr`.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ class Comparison:
     head_sha: str
     branches: list[str]  # the history's
     rows: list[Row]  # by state (regressions first, largest first), then the others
+    fdr: float = Rules.fdr  # the false discovery rate its series were held to
 
     @property
     def counts(self) -> dict[str, int]:
@@ -111,7 +114,8 @@ class Comparison:
         """The comparison as JSON (orjson writes the rows' dataclasses itself: 18,000 rows
         in ~20 ms where dataclasses.asdict and DRF's renderer took ~600 ms)."""
         return orjson.dumps({"repo": self.repo, "base": self.base_sha, "head": self.head_sha,
-                             "branches": self.branches, "verdict": self.verdict,
+                             "branches": self.branches, "fdr": self.fdr,
+                             "verdict": self.verdict,
                              "counts": self.counts, "rows": self.rows})
 
 
@@ -141,36 +145,47 @@ def resolve(repo: str, sha: str) -> str:
 
 
 # This process's recent comparisons, kept as objects (Django's cache framework pickles:
-# unpickling a whole-repo comparison took ~80 ms). Threshold changes show within the TTL.
+# unpickling a whole-repo comparison took ~80 ms). Threshold changes show within the TTL;
+# the false discovery rate is in the key (a request's, else the setting's).
 RECENT = ProcessCache(maxsize=32, ttl=600)
 
 
-def recent_comparison(repo: str, base_sha: str, head_sha: str, **filters: str) -> Comparison:
+def recent_comparison(repo: str, base_sha: str, head_sha: str, *, fdr: float | None = None,
+                      **filters: str) -> Comparison:
     """`compare_commits`, kept for ten minutes in this process: two commits' results only
-    change when one of their runs gains results, and that is in the key."""
+    change when one of their runs gains results, and that is in the key, with the false
+    discovery rate used (`fdr`, else the setting's: two rates never share a result)."""
     base_sha, head_sha = resolve(repo, base_sha), resolve(repo, head_sha)
+    if fdr is None:
+        fdr = (DetectionSettings.objects.filter(pk=1).values_list("compare_fdr", flat=True)
+               .first() or Rules.fdr)
+    rate = judge.check_fdr(float(fdr))
     runs = Run.objects.filter(repo=repo, head_sha__in=[base_sha, head_sha]).order_by("pk")
     version = ",".join(f"{pk}-{count}" for pk, count in runs.values_list("pk", "result_count"))
-    key = hashlib.sha256(repr((repo, base_sha, head_sha, sorted(filters.items()), version))
-                         .encode()).hexdigest()
+    key = hashlib.sha256(repr((repo, base_sha, head_sha, sorted(filters.items()), version,
+                               rate)).encode()).hexdigest()
     return RECENT.get_or_compute(
-        key, lambda: _compare(repo, base_sha, head_sha, DetectionSettings.load(), filters))
+        key, lambda: _compare(repo, base_sha, head_sha, DetectionSettings.load(), filters,
+                              rate))
 
 
 def compare_commits(repo: str, base_sha: str, head_sha: str, *,
-                    settings: DetectionSettings | None = None,
+                    settings: DetectionSettings | None = None, fdr: float | None = None,
                     **filters: str) -> Comparison:
     """Every series with results at either commit (narrowed by exact `filters` on series
     fields: benchmark, model, backend, mode, dtype, device, arch, metric), with its change,
-    its state and the rule that decided, and a verdict. Raises ValueError for an unknown
-    filter, CannotCompare for an unknown repo or commit."""
+    its state and the rule that decided, and a verdict; the series held to the false
+    discovery rate `fdr` (default: the settings' `compare_fdr`). Raises ValueError for an
+    unknown filter or an unusable rate, CannotCompare for an unknown repo or commit."""
     base_sha, head_sha = resolve(repo, base_sha), resolve(repo, head_sha)
-    return _compare(repo, base_sha, head_sha, settings or DetectionSettings.load(), filters)
+    return _compare(repo, base_sha, head_sha, settings or DetectionSettings.load(), filters,
+                    fdr)
 
 
 def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSettings,
-             filters: dict[str, str]) -> Comparison:
+             filters: dict[str, str], fdr: float | None = None) -> Comparison:
     """`compare_commits` of two resolved shas."""
+    fdr = judge.check_fdr(settings.compare_fdr if fdr is None else fdr)
     unknown = sorted(set(filters) - set(FILTERS))
     if unknown:
         raise ValueError(f"unknown filter(s) {unknown}: use {list(FILTERS)}")
@@ -216,13 +231,13 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
         history = histories.get(pk, judge.NO_HISTORY)
         verdicts.append((item, judge.judge(base, head, history, directions[pk], rules,
                                            pk in unstable), base, head, history.points))
-    held = judge.control([verdict for _, verdict, *_ in verdicts], Rules.fdr)
+    held = judge.control([verdict for _, verdict, *_ in verdicts], fdr)
     compared = [_row(item, directions[item.pk], tolerances[item.metric, item.benchmark],
                      verdict, base, head, points)
                 for (item, _, base, head, points), verdict in zip(verdicts, held, strict=True)]
     order = {state: position for position, state in enumerate(STATES)}
     compared.sort(key=lambda row: (order[row.state], -abs(row.change or 0), row.series_id))
-    return Comparison(repo, base_sha, head_sha, branches, compared)
+    return Comparison(repo, base_sha, head_sha, branches, compared, fdr)
 
 
 def _baselines(series_ids: list[int], base_runs: dict[int, tuple[datetime, str]],

@@ -11,7 +11,7 @@ from django.db import models, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from benchsite.regressions.detect import changepoint, hud_policy
+from benchsite.regressions.detect import changepoint, hud_policy, judge
 from benchsite.results.models import Result, Run, Series
 from runner.contract.directions import HIGHER, LOWER, Direction, direction
 
@@ -312,6 +312,12 @@ class DetectionSettings(models.Model):
     compare_significance = models.FloatField(
         default=0.05, help_text="commit comparison: Mann-Whitney U level, used when both "
         "commits have 4+ repetitions")
+    compare_fdr = models.FloatField(
+        default=judge.Rules.fdr,
+        help_text="commit comparison: false discovery rate over a comparison's series "
+        f"(0 < q <= {judge.MAX_FDR:g}); lower keeps quiet comparisons of hundreds of series "
+        "from failing the gate, higher finds an isolated change more often (a request's "
+        "?fdr= or the gate's --fdr overrides it)")
 
     silence_gaps = models.PositiveIntegerField(
         default=3, help_text="stopped reporting: silent for more than this many usual gaps")
@@ -333,6 +339,10 @@ class DetectionSettings(models.Model):
                               self.default_tolerance, self.baseline_statistic)
         except ValueError as error:
             raise ValidationError(str(error)) from None
+        try:
+            judge.check_fdr(self.compare_fdr)
+        except (TypeError, ValueError) as error:
+            raise ValidationError({"compare_fdr": str(error)}) from None
 
     @classmethod
     def load(cls) -> DetectionSettings:

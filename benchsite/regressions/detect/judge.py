@@ -47,6 +47,7 @@ MAD_SCALE = 1.4826
 MOVED_Z = 3.0  # noise units the base may be off the level before it is the level
 CLIP = 3.0  # successive differences are clipped at this many scaled MADs for the noise
 EFFICIENCY = 0.9  # a clipped standard deviation is worth this share of a plain one
+MAX_FDR = 0.25  # the largest false discovery rate a comparison may be held to
 UNSTABLE = "the runner marked a measurement of it unstable"
 
 
@@ -54,7 +55,9 @@ UNSTABLE = "the runner marked a measurement of it unstable"
 class Rules:
     tolerance: float  # relative change a metric may make (its threshold)
     min_history: int = 5  # history points needed to know the noise
-    fdr: float = 0.005  # false discovery rate over one comparison's series (Benjamini-Hochberg)
+    # False discovery rate over one comparison's series (Benjamini-Hochberg); the default of
+    # `DetectionSettings.compare_fdr`, which a request (`?fdr=`, the gate's --fdr) overrides.
+    fdr: float = 0.005
     alpha: float = 0.05  # Mann-Whitney level, with 4+ repetitions a side
 
 
@@ -178,6 +181,14 @@ def _without_history(base_reps: Sequence[float], head_reps: Sequence[float], poi
     if mw >= rules.alpha:
         return Verdict(NOISY, described, mw_p_value=mw)
     return Verdict(_state(head, base, direction), described, mw_p_value=mw)
+
+
+def check_fdr(fdr: float) -> float:
+    """`fdr` if it is a usable false discovery rate (0 < q <= MAX_FDR); else ValueError."""
+    if not 0 < fdr <= MAX_FDR:  # NaN fails too
+        raise ValueError(f"a false discovery rate must be above 0 and at most {MAX_FDR:g}; "
+                         f"got {fdr:g}")
+    return fdr
 
 
 def control(verdicts: list[Verdict], fdr: float) -> list[Verdict]:

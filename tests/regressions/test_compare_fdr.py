@@ -1,0 +1,158 @@
+"""The comparison's false discovery rate: `DetectionSettings.compare_fdr`, a request's
+`?fdr=`, the gate's `--fdr`; and the cache of comparisons, which never mixes two rates."""
+
+import math
+
+import numpy as np
+import pytest
+from django.core.exceptions import ValidationError
+
+from benchsite.regressions.compare import compare_commits, recent_comparison
+from benchsite.regressions.detect import judge
+from benchsite.regressions.models import DetectionSettings
+from runner.cli import main
+from tests.regressions.factory import levels, record, sha, upload
+
+NIGHTS, QUIET = 30, 29  # history nights; quiet series beside the one that moves
+TARGET_P = 1e-3  # the moved series' p-value: 30 series make its adjusted p ~0.03
+
+
+def _head_for(history: list[float]) -> float:
+    """A head (lower is better, so a regression) whose p-value against `history` is about
+    TARGET_P and whose change is past the 5 % tolerance."""
+    rules = judge.Rules(tolerance=0.05)
+    found = judge.baseline(np.array(history))
+    low, high = 1.0, 3.0
+    for _ in range(60):  # the p-value falls as the head moves up
+        middle = (low + high) / 2
+        verdict = judge.judge([history[-1]], [found.level * middle], found, "lower", rules)
+        low, high = (middle, high) if verdict.p_value > TARGET_P else (low, middle)
+    assert high > 1.06, "the moved series is too quiet for the test"
+    return round(found.level * high, 6)
+
+
+@pytest.fixture
+def isolated_change():
+    """NIGHTS nights of one noisy series (3 %) and QUIET quiet ones (1 %), then a head
+    where only the noisy one moved, by about 3.3x its noise: the comparison is
+    (sha(NIGHTS - 1), sha(NIGHTS))."""
+    moved = [values[0] for values in levels(NIGHTS, noise=0.03, repetitions=1, seed=7)]
+    quiet = {f"q{n}": [values[0] for values in levels(NIGHTS, noise=0.01, repetitions=1,
+                                                        seed=100 + n)]
+             for n in range(QUIET)}
+    for night in range(NIGHTS):
+        upload(night, [record("moved", [moved[night]])]
+               + [record(model, [values[night]]) for model, values in quiet.items()])
+    upload(NIGHTS, [record("moved", [_head_for(moved)])]
+           + [record(model, [values[-1]]) for model, values in quiet.items()])
+    return sha(NIGHTS - 1), sha(NIGHTS)
+
+
+def _moved(comparison):
+    return next(row for row in comparison.rows if row.model == "moved")
+
+
+@pytest.mark.django_db
+def test_the_setting_decides_whether_an_isolated_change_is_a_regression(isolated_change):
+    base, head = isolated_change
+    default = compare_commits("pytorch/ao", base, head)
+    assert default.fdr == judge.Rules.fdr == 0.005
+    row = _moved(default)
+    assert row.state == "noisy" and "needs 0.005" in row.rule, row.rule
+    assert default.verdict == "unchanged"
+
+    settings = DetectionSettings.load()
+    settings.compare_fdr = 0.25
+    settings.full_clean()
+    settings.save()
+    loose = compare_commits("pytorch/ao", base, head)
+    assert loose.fdr == 0.25
+    assert _moved(loose).state == "regression", _moved(loose).rule
+    assert loose.verdict == "regression"
+    assert [row.model for row in loose.rows if row.state == "regression"] == ["moved"]
+    # An explicit rate wins over the setting.
+    assert _moved(compare_commits("pytorch/ao", base, head, fdr=0.005)).state == "noisy"
+
+
+@pytest.mark.django_db
+def test_the_api_takes_a_rate_and_refuses_a_bad_one_by_name(isolated_change, api):
+    base, head = isolated_change
+    params = {"repo": "pytorch/ao", "base": base, "head": head}
+    default = api.get("/api/v3/compare", params).json()
+    assert (default["fdr"], default["verdict"]) == (0.005, "unchanged")
+    loose = api.get("/api/v3/compare", {**params, "fdr": "0.25"})
+    assert loose.status_code == 200
+    body = loose.json()
+    assert (body["fdr"], body["verdict"], body["counts"]["regression"]) == (
+        0.25, "regression", 1)
+    assert body["rows"][0]["model"] == "moved"
+    for bad in ("0", "0.5", "-0.1", "nan", "inf", "x", ""):
+        refused = api.get("/api/v3/compare", {**params, "fdr": bad})
+        assert refused.status_code == 400, bad
+        errors = refused.json()["errors"]
+        assert len(errors) == 1 and errors[0].startswith("fdr: "), errors
+        assert "at most 0.25" in errors[0]
+
+
+@pytest.mark.django_db
+def test_the_cache_never_mixes_rates(isolated_change, api):
+    base, head = isolated_change
+    assert _moved(recent_comparison("pytorch/ao", base, head)).state == "noisy"
+    assert _moved(recent_comparison("pytorch/ao", base, head, fdr=0.25)).state == "regression"
+    assert _moved(recent_comparison("pytorch/ao", base, head)).state == "noisy"
+    assert recent_comparison("pytorch/ao", base, head, fdr=0.25) is \
+        recent_comparison("pytorch/ao", base[:8], head, fdr=0.25)  # kept, by the rate
+    # The setting's rate is in the key too: a changed setting is not answered from the cache.
+    DetectionSettings.objects.filter(pk=1).update(compare_fdr=0.25)
+    assert _moved(recent_comparison("pytorch/ao", base, head)).state == "regression"
+    params = {"repo": "pytorch/ao", "base": base, "head": head}
+    assert api.get("/api/v3/compare", {**params, "fdr": "0.005"}).json()["verdict"] == \
+        "unchanged"
+    assert api.get("/api/v3/compare", params).json()["verdict"] == "regression"
+
+
+@pytest.mark.django_db
+def test_clean_refuses_a_rate_out_of_bounds_naming_the_field():
+    settings = DetectionSettings.load()
+    for bad in (0.0, 0.5, -0.01, math.nan):
+        settings.compare_fdr = bad
+        with pytest.raises(ValidationError) as refused:
+            settings.clean()
+        assert "compare_fdr" in refused.value.message_dict, bad
+    for good in (0.25, 0.05, 1e-4):
+        settings.compare_fdr = good
+        settings.clean()
+    field = DetectionSettings._meta.get_field("compare_fdr")
+    assert field.default == judge.Rules.fdr
+    assert "?fdr=" in field.help_text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gate_passes_its_rate_and_says_which(live_server, isolated_change, capsys):
+    base, head = isolated_change
+
+    def gate(*extra: str) -> tuple[int, str]:
+        code = main(["gate", "--server", live_server.url, "--repo", "pytorch/ao",
+                     "--base", base, "--head", head, *extra])
+        captured = capsys.readouterr()
+        return code, captured.out + captured.err
+
+    code, out = gate()
+    assert code == 0 and "**Verdict: unchanged**" in out
+    assert "false discovery rate 0.005 over the series compared" in out
+    code, out = gate("--fdr", "0.25")
+    assert code == 1 and "**Verdict: regression** — 1 regression" in out
+    assert "false discovery rate 0.25 over the series compared" in out
+    assert "| moved |" in out
+    for bad in ("0", "0.5", "x"):
+        with pytest.raises(SystemExit) as usage:
+            gate("--fdr", bad)
+        assert usage.value.code == 2
+        err = capsys.readouterr().err
+        assert "--fdr" in err and "at most 0.25" in err, err
+
+
+def test_the_gate_knows_the_servers_bounds():
+    from runner import gate
+
+    assert gate.MAX_FDR == judge.MAX_FDR
