@@ -125,7 +125,8 @@ def measure_phase(cases, device, repeats, rng):
                 started = time.perf_counter()
                 with torch.no_grad():
                     speedup, interval = method(fa, fb, device, settings, rng)
-                rows[name].append((call_ms, speedup, interval, time.perf_counter() - started))
+                rows[name].append((call_ms, speedup, interval, time.perf_counter() - started,
+                                   label.split()[-1]))
         print(f"  {label:26s} {call_ms:8.3f} ms  " + "  ".join(
             f"{name} {_last(rows[name], repeats)}" for name in METHODS), flush=True)
     return rows
@@ -134,10 +135,17 @@ def measure_phase(cases, device, repeats, rng):
 def _last(rows, repeats: int) -> str:
     """The last `repeats` speedups of a method, with how many intervals missed 1.00."""
     recent = rows[-repeats:]
-    missed = sum(1 for *_, interval, _ in recent
+    missed = sum(1 for _, _, interval, *_ in recent
                  if interval is not None and not interval[0] <= 1.0 <= interval[1])
-    text = " ".join(f"{speedup:.3f}" for _, speedup, _, _ in recent)
+    text = " ".join(f"{speedup:.3f}" for _, speedup, *_ in recent)
     return text + (f" ({missed} CI without 1.00)" if missed else "")
+
+
+def _coverage(items, mode: str) -> str:
+    intervals = [item[2] for item in items
+                 if item[4] == mode and item[0] < SMALL_MS and item[2] is not None]
+    hits = sum(low <= 1.0 <= high for low, high in intervals)
+    return f"{hits}/{len(intervals)}"
 
 
 def summarise(phase, rows, report):
@@ -147,11 +155,11 @@ def summarise(phase, rows, report):
             chosen = [item for item in items if keep(item[0])]
             if not chosen:
                 continue
-            errors = [abs(speedup - 1) for _, speedup, _, _ in chosen]
-            intervals = [iv for _, _, iv, _ in chosen if iv is not None]
+            errors = [abs(speedup - 1) for _, speedup, *_ in chosen]
+            intervals = [iv for _, _, iv, *_ in chosen if iv is not None]
             coverage = (sum(low <= 1.0 <= high for low, high in intervals) / len(intervals)
                         if intervals else None)
-            seconds = statistics.fmean(s for *_, s in chosen)
+            seconds = statistics.fmean(item[3] for item in chosen)
             report[(phase, name, size)] = (statistics.median(errors), max(errors), coverage,
                                            seconds)
             print(f"{phase:7s} {name:8s} {size:9s} {len(chosen):4d} "
@@ -187,6 +195,12 @@ def main() -> int:
           f"{'max err':>8s} {'CI cover':>9s} {'s / cell':>10s}")
     for phase, rows in phases.items():
         summarise(phase, rows, report)
+    print("\nCI coverage by mode, layers below 0.5 ms (a compiled copy's order effect shows "
+          "here):")
+    for phase, rows in phases.items():
+        for name in ("paired", "itself"):
+            print(f"  {phase:7s} {name:7s} " + "  ".join(
+                f"{mode} {_coverage(rows[name], mode)}" for mode in args.modes))
     loaded = report.get(("loaded", "paired", ">= 0.5 ms"))
     small_paired = report.get(("loaded", "paired", "< 0.5 ms"))
     small_torchao = report.get(("loaded", "torchao", "< 0.5 ms"))
