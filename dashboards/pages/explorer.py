@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.db.models import OuterRef, Subquery
 from django.urls import reverse
 
 from benchsite.results.models import Result, Series
@@ -117,17 +118,22 @@ def build(state: State) -> Page:
 
 def _most_changed(candidates: list[Series], in_range) -> list[Series]:
     """The MAX_LINES candidates whose value changed most over the range (latest over first),
-    in the candidates' order; those without two values after those with."""
-    values: dict[int, list[float]] = {}
-    for series_id, value in (in_range.filter(series_id__in=[item.pk for item in candidates],
-                                             value__isnull=False)
-                             .order_by("series_id", "timestamp")
-                             .values_list("series_id", "value")):
-        values.setdefault(series_id, []).append(value)
+    in the candidates' order; those without two values after those with. The first and
+    latest value of each come from the (series, timestamp) index, two rows a series: reading
+    every point of 500 series over a year took ~300 ms."""
+    numeric = in_range.filter(series_id=OuterRef("pk"), value__isnull=False)
+    oldest, newest = numeric.order_by("timestamp", "pk"), numeric.order_by("-timestamp", "-pk")
+    ends = {pk: (first, last, first_pk != last_pk) for pk, first, last, first_pk, last_pk in (
+        Series.objects.filter(pk__in=[item.pk for item in candidates]).order_by()
+        .annotate(first=Subquery(oldest.values("value")[:1]),
+                  last=Subquery(newest.values("value")[:1]),
+                  first_pk=Subquery(oldest.values("pk")[:1]),
+                  last_pk=Subquery(newest.values("pk")[:1]))
+        .values_list("pk", "first", "last", "first_pk", "last_pk"))}
 
     def change(item: Series) -> float:
-        found = values.get(item.pk, [])
-        return abs(found[-1] / found[0] - 1) if len(found) > 1 and found[0] else -1.0
+        first, last, two = ends.get(item.pk, (None, None, False))
+        return abs(last / first - 1) if two and first else -1.0
 
     shown = sorted(candidates, key=change, reverse=True)[:MAX_LINES]
     return sorted(shown, key=candidates.index)
