@@ -196,27 +196,31 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
                     **{f"series__{name}": value for name, value in filters.items() if value})
             .annotate(unit=KeyTextTransform("unit", "extra_info"),
                       unstable=KeyTextTransform("unstable", "extra_info"))
-            .values_list("series_id", "run__head_sha", "run_id", "run__timestamp",
-                         "run__head_branch", "value", "values", "unit", "unstable",
-                         *series_fields))
+            .values_list("series_id", "run__head_sha", "run_id", "value", "values", "unit",
+                         "unstable", *series_fields))
     samples: dict[tuple[int, str], list[float]] = {}
     series: dict[int, _Series] = {}
     units: dict[int, str] = {}
     unstable: set[int] = set()
-    head_runs: dict[int, datetime] = {}
-    base_runs: dict[int, tuple[datetime, str]] = {}
-    for series_id, sha, run_id, at, branch, value, values, unit, shaky, *fields in rows:
+    run_shas: dict[int, str] = {}
+    for series_id, sha, run_id, value, values, unit, shaky, *fields in rows:
         finite = [v for v in (values or [value]) if math.isfinite(v)]
         samples.setdefault((series_id, sha), []).extend(finite)
         if shaky in (True, "true", "True"):
             unstable.add(series_id)
-        if sha == head_sha and head_sha != base_sha:
-            head_runs[run_id] = at
-        if sha == base_sha:
-            base_runs[run_id] = (at, branch)
+        run_shas[run_id] = sha
         if series_id not in series:
             series[series_id] = _Series(series_id, *fields)
             units[series_id] = unit or ""
+    # The runs' times and branches once per run, not per result (10,000+ datetimes parsed).
+    head_runs: dict[int, datetime] = {}
+    base_runs: dict[int, tuple[datetime, str]] = {}
+    for run_id, at, branch in Run.objects.filter(pk__in=list(run_shas)).values_list(
+            "pk", "timestamp", "head_branch"):
+        if run_shas[run_id] == head_sha and head_sha != base_sha:
+            head_runs[run_id] = at
+        if run_shas[run_id] == base_sha:
+            base_runs[run_id] = (at, branch)
     histories = _baselines(list(series), base_runs, head_runs, branches, settings)
     directions = MetricDirection.resolve(list(series.values()), units)
     tolerances: dict[tuple[str, str], float] = {}
