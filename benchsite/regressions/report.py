@@ -9,8 +9,11 @@ A series' state, the first that applies:
   day (its `detected_at`, the time of the newest point when it was raised, falls on the day;
   its creation time where it has none). A record of unknown direction ("change") or one the
   HUD policy raised as "suspicious" counts as suspicious.
-- "suspicious": nothing raised, but the HUD policy's verdict on its history up to the end
-  of the day is "regression" or "suspicious".
+- "suspicious": nothing raised, but the HUD policy's verdict on its points since its latest
+  recorded change (`baselines.recorded_changes`: change-point records, false positives
+  excluded) up to the end of the day is "regression" or "suspicious": a change raised on
+  an earlier night is not suspicious again, a new change on top of it is. Too few points
+  since the change for the HUD's windows is no regression (unless the next rule applies).
 - "insufficient data": fewer points of history than the change-point detector needs
   (`min_before + min_after`).
 - "no regression" otherwise.
@@ -21,7 +24,8 @@ that day (a metric a run stopped reporting is a regression of the night without 
 A series with only text results that day (accuracy) has no numeric history: it is a
 regression when the accuracy check raised one, else no regression.
 
-Histories are read with one query per chunk of series (`history.recent`), never per series.
+Histories and recorded changes are read with one query each per chunk of series
+(`history.recent`, `baselines.recorded_changes`), never per series.
 
 Generic webhook payload (JSON, POST):
 
@@ -32,6 +36,7 @@ Generic webhook payload (JSON, POST):
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
@@ -44,6 +49,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from benchsite.regressions import notify
+from benchsite.regressions.baselines import recorded_changes
 from benchsite.regressions.detect import hud_policy
 from benchsite.regressions.history import recent
 from benchsite.regressions.models import (
@@ -138,11 +144,14 @@ def build_report(repo: str, branch: str, day: date,
 def _judge(ids: list[int], series: dict[int, Series], branch: str, end: datetime,
            settings: DetectionSettings) -> dict[int, str]:
     """The state of series nothing was raised for: the HUD policy's verdict on their
-    history up to `end`, else whether that history is long enough to judge."""
+    points since their latest recorded change up to `end` (a change already raised is not
+    flagged again), else whether their whole history is long enough to judge."""
     changepoint = settings.changepoint_params()
     needed = changepoint.min_before + changepoint.min_after
     wanted = max(needed, settings.baseline_points + settings.comparison_points)
-    histories = recent(ids, wanted, [branch], until=end - timedelta(microseconds=1))
+    until = end - timedelta(microseconds=1)
+    histories = recent(ids, wanted, [branch], until=until)
+    changes = recorded_changes(ids, [branch], until=until)
     directions = MetricDirection.resolve([series[pk] for pk in ids],
                                          {pk: history.unit for pk, history in histories.items()})
     states = {}
@@ -151,7 +160,10 @@ def _judge(ids: list[int], series: dict[int, Series], branch: str, end: datetime
         direction = directions.get(pk)
         if history is not None and direction is not None:
             params = settings.hud_params(series[pk].metric, series[pk].benchmark)
-            verdict = hud_policy.status(history.values, direction, params)
+            values = history.values
+            if changes.get(pk):  # sorted: the latest is the last
+                values = values[bisect.bisect_left(history.timestamps, changes[pk][-1]):]
+            verdict = hud_policy.status(values, direction, params)
             if verdict in (hud_policy.REGRESSION, hud_policy.SUSPICIOUS):
                 states[pk] = SUSPICIOUS
                 continue

@@ -22,7 +22,7 @@ from benchsite.regressions.models import (
     Regression,
     SilenceAlert,
 )
-from tests.regressions.factory import DAY, H100, START, levels, record, store_history, upload
+from tests.regressions.factory import DAY, H100, START, at, levels, record, store_history, upload
 
 pytestmark = pytest.mark.django_db
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -63,18 +63,64 @@ def test_each_series_is_counted_in_its_state_per_benchmark_and_device(history):
     assert (a100["arch"], a100["total"], a100["insufficient_data"]) == (A100, 1, 1)
     assert reports.totals(report.rows)["total"] == 5
 
-    # A night later nothing is raised: the step still violates the HUD's window
-    # (suspicious), the young series has 9 points; the blip's night has passed.
+    # Two nights later nothing is raised: the step, raised on an earlier night, is not
+    # suspicious again (the HUD policy sees the points since it), the young series has 9
+    # points; the blip's night has passed.
     later = reports.build_report("pytorch/ao", "main", night_day(NIGHT + 2))
     a100, h100 = later.rows
-    assert (h100["regression"], h100["improvement"], h100["suspicious"]) == (0, 0, 1)
-    assert h100["no_regression"] == 3 and h100["groups"] == []
+    assert (h100["regression"], h100["improvement"], h100["suspicious"]) == (0, 0, 0)
+    assert h100["no_regression"] == 4 and h100["groups"] == []
     assert (a100["insufficient_data"], a100["no_regression"]) == (0, 1)
 
     # Building again replaces the day's report.
     again = reports.build_report("pytorch/ao", "main", night_day(NIGHT))
     assert again.pk == report.pk and NightlyReport.objects.count() == 2
     assert reports.build_report("pytorch/ao", "main", night_day(40)).rows == []
+
+
+def state_on(night: int) -> str:
+    """The state of the one series reported on that night."""
+    [row] = reports.build_report("pytorch/ao", "main", night_day(night)).rows
+    [state] = [state for state in reports.STATES if row[state]]
+    assert row["total"] == 1
+    return state
+
+
+def stepped(nights: int) -> tuple:
+    """A time 20 % worse from night 20, raised by detection on night 22 (its first bad
+    point night 20), with `nights` nights stored."""
+    series = store_history({"stepped": levels(nights, step_at=20, step=0.2)})["stepped"]
+    [found] = detect_series([series.pk], "main")
+    assert (found.kind, found.detector, found.detected_at.date(), found.first_bad_at) == (
+        "regression", "changepoint", night_day(22), at(20))
+    return series, found
+
+
+def test_a_change_raised_on_an_earlier_night_is_not_suspicious_again():
+    stepped(28)
+    assert state_on(22) == reports.REGRESSION
+    # The HUD policy's windows on the whole history still see the step (nights 21-24
+    # against a baseline of nights 15-20), but the points since it are too few for them.
+    assert state_on(24) == reports.NO_REGRESSION
+    assert state_on(27) == reports.NO_REGRESSION
+
+
+def test_a_new_change_on_top_of_a_raised_one_is_suspicious():
+    series, _ = stepped(26)
+    worse = [[value * 1.2 for value in night]
+             for night in levels(3, level=2.4, seed=7)]  # nights 26-28: 20 % worse again
+    store_history({"stepped": worse}, first_night=26)
+    assert state_on(25) == reports.NO_REGRESSION
+    # The points since night 20: nights 20-25 the baseline, nights 26-27 / 26-28 worse.
+    assert state_on(27) == reports.SUSPICIOUS
+    assert state_on(28) == reports.SUSPICIOUS
+    assert Regression.objects.filter(series=series).count() == 1  # nothing raised it
+
+
+def test_a_change_triaged_as_a_false_positive_does_not_cut_the_history():
+    _, found = stepped(25)
+    Regression.objects.filter(pk=found.pk).update(state=Regression.State.FALSE_POSITIVE)
+    assert state_on(24) == reports.SUSPICIOUS  # the HUD policy on the whole history
 
 
 def test_the_markdown_is_a_github_comment_with_names_escaped(settings):
