@@ -19,6 +19,7 @@ from datetime import datetime
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import Q
 from numpy.lib.stride_tricks import sliding_window_view
 
 from benchsite.regressions.detect import judge
@@ -89,14 +90,20 @@ def backfill(series_ids: list[int], branches: list[str], settings: DetectionSett
 
 
 def recorded_changes(series_ids: Iterable[int], branches: list[str],
-                     until: datetime | None = None) -> dict[int, list[datetime]]:
-    """Each series' recorded changes (first bad points), sorted, up to `until`."""
+                     until: datetime | None = None,
+                     raised_by: datetime | None = None) -> dict[int, list[datetime]]:
+    """Each series' recorded changes (first bad points), sorted, up to `until`; with
+    `raised_by`, only those raised by then (`detected_at`, else the record's creation), as
+    a report of a past night knew them."""
     found = (Regression.objects  # (false positives are not changes)
              .filter(series_id__in=list(series_ids), branch__in=branches,
                      detector=Detector.CHANGEPOINT)
              .exclude(state=Regression.State.FALSE_POSITIVE))
     if until is not None:
         found = found.filter(first_bad_at__lte=until)
+    if raised_by is not None:
+        found = found.filter(Q(detected_at__lte=raised_by)
+                             | Q(detected_at__isnull=True, created_at__lte=raised_by))
     changes: defaultdict[int, list[datetime]] = defaultdict(list)
     for pk, at in found.order_by("first_bad_at").values_list("series_id", "first_bad_at"):
         changes[pk].append(at)

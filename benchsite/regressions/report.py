@@ -151,7 +151,7 @@ def _judge(ids: list[int], series: dict[int, Series], branch: str, end: datetime
     wanted = max(needed, settings.baseline_points + settings.comparison_points)
     until = end - timedelta(microseconds=1)
     histories = recent(ids, wanted, [branch], until=until)
-    changes = recorded_changes(ids, [branch], until=until)
+    changes = recorded_changes(ids, [branch], until=until, raised_by=until)
     directions = MetricDirection.resolve([series[pk] for pk in ids],
                                          {pk: history.unit for pk, history in histories.items()})
     states = {}

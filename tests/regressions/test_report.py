@@ -117,6 +117,13 @@ def test_a_new_change_on_top_of_a_raised_one_is_suspicious():
     assert Regression.objects.filter(series=series).count() == 1  # nothing raised it
 
 
+def test_a_past_night_rebuilt_knows_only_the_changes_raised_by_then():
+    stepped(28)
+    # Night 21: the step's first bad point has passed, detection raised it on night 22; a
+    # report of night 21 built now says what the HUD policy saw that night.
+    assert state_on(21) == reports.SUSPICIOUS
+
+
 def test_a_change_triaged_as_a_false_positive_does_not_cut_the_history():
     _, found = stepped(25)
     Regression.objects.filter(pk=found.pk).update(state=Regression.State.FALSE_POSITIVE)
