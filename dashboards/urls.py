@@ -17,6 +17,7 @@ urlpatterns = [
     path("explorer/", views.explorer_page, name="explorer"),
     path("runs/<int:pk>/", views.run_page, name="run"),
     path("bisects/<int:pk>/", views.bisect_page, name="bisect"),
+    path("compare/", views.compare_latest, name="compare-latest"),
     re_path(r"^compare/(?P<base>[^/.]+)\.\.\.(?P<head>[^/.]+)/?$", views.compare_page,
             name="compare"),
     path("", views.home_page, name="home"),

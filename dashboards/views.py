@@ -48,6 +48,7 @@ explorer_page = _page(explorer.build, "dashboards/explorer.html")
 run_page = _page(runs.build, "dashboards/run.html")
 home_page = _page(home.build, "dashboards/home.html")
 compare_page = _page(compare.build, "dashboards/compare.html")
+compare_latest = compare.latest
 compilers_page = _page(compilers.build, "dashboards/compilers.html")
 compiler_models_page = _page(compilers.build_models, "dashboards/compilers.html")
 recipes_page = _page(recipes.build, "dashboards/recipes.html")

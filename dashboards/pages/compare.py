@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 
 from benchsite.caching import ProcessCache
@@ -16,9 +16,11 @@ from benchsite.regressions.compare import (
     recent_comparison,
 )
 from benchsite.regressions.detect.judge import IMPROVEMENT, NOISY, REGRESSION, STATES
+from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Run
 from dashboards import charts
 from dashboards.choices import repos_and_benchmarks
+from dashboards.filters import prefer
 from dashboards.pages.common import (
     geomean,
     page_url,
@@ -64,6 +66,31 @@ def build(state: State, base: str, head: str) -> Page:
                  "base_links": [links(run) for run in runs[base]][:1],
                  "head_links": [links(run) for run in runs[head]][:1]},
     )
+
+
+def latest(request: HttpRequest) -> HttpResponseRedirect:
+    """`/compare/` (`?repo=R`, other parameters passed on): the comparison of the newest two
+    commits of the repo's default branch (pytorch/ao's, else the first repo's), the usual
+    morning question."""
+    repos, _ = repos_and_benchmarks()
+    repo = request.GET.get("repo") or prefer(repos, "pytorch/ao")
+    if repo not in repos:
+        raise Http404(f"repo {repo!r}: no results stored; known: {', '.join(repos) or 'none'}")
+    branches = DetectionSettings.load().branches_for(repo)
+    newest: list[str] = []
+    for sha in (Run.objects.filter(repo=repo, head_branch__in=branches)
+                .order_by("-timestamp").values_list("head_sha", flat=True)[:200]):
+        if sha not in newest:
+            newest.append(sha)
+        if len(newest) == 2:
+            head, base = newest
+            params = request.GET.copy()  # ?format=json and the filters go along
+            params["repo"] = repo
+            return HttpResponseRedirect(
+                reverse("dashboards:compare", kwargs={"base": base, "head": head})
+                + "?" + params.urlencode())
+    raise Http404(f"repo {repo!r}: fewer than two commits on its default branch "
+                  f"({', '.join(branches)}) to compare yet")
 
 
 def _views(comparison: Comparison, chosen: dict[str, str], status: str,

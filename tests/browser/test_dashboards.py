@@ -117,6 +117,15 @@ def test_untrusted_names_render_as_text(page, transactional_db):
     shot(page, "untrusted-names")
 
 
+def test_the_navs_compare_opens_the_newest_two_nightlies(page, demo):
+    page.goto("/")
+    page.locator("nav.top a", has_text="Compare").click()
+    page.wait_for_url(f"**/compare/{sha(6)}...{sha(7)}?repo=pytorch%2Fao")
+    assert traces(page, 0)  # the largest changes
+    assert f"Compare {sha(6)[:10]}...{sha(7)[:10]}" in page.content()
+    assert table_text(page, "series")
+
+
 def test_compare_page_from_the_quantization_page(page, demo):
     page.goto(f"/quantization/?arch={H100}")
     oldest = page.locator('select[name="base"] option').last.get_attribute("value")
