@@ -42,13 +42,17 @@ def _windows(history: History, ends: range, lookback: int,
     latest change (of `changes`, sorted) up to its newest point."""
     padded = np.concatenate([np.full(lookback - 1, np.nan), history.values])
     rows = sliding_window_view(padded, lookback)[[end - 1 for end in ends]]
-    starts = []
-    for end in ends:
-        before = bisect.bisect_right(changes, history.timestamps[end - 1])
-        first = (0 if not before
-                 else bisect.bisect_left(history.timestamps, changes[before - 1]))
-        starts.append(max(0, first - (end - lookback)))
+    starts = [max(0, level_start(history, changes, end) - (end - lookback)) for end in ends]
     return rows, np.array(starts, dtype=int)
+
+
+def level_start(history: History, changes: list[datetime], end: int | None = None) -> int:
+    """Where a series' level starts in its history up to point `end` (exclusive; the whole
+    history by default): its first point at or after the latest of `changes` (sorted) by
+    then, 0 without one."""
+    end = len(history) if end is None else end
+    before = bisect.bisect_right(changes, history.timestamps[end - 1])
+    return 0 if not before else bisect.bisect_left(history.timestamps, changes[before - 1])
 
 
 def of_histories(histories: dict[int, History], changes: dict[int, list[datetime]],

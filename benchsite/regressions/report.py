@@ -36,7 +36,6 @@ Generic webhook payload (JSON, POST):
 
 from __future__ import annotations
 
-import bisect
 import logging
 from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
@@ -49,7 +48,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from benchsite.regressions import notify
-from benchsite.regressions.baselines import recorded_changes
+from benchsite.regressions.baselines import level_start, recorded_changes
 from benchsite.regressions.detect import hud_policy
 from benchsite.regressions.history import recent
 from benchsite.regressions.models import (
@@ -160,9 +159,7 @@ def _judge(ids: list[int], series: dict[int, Series], branch: str, end: datetime
         direction = directions.get(pk)
         if history is not None and direction is not None:
             params = settings.hud_params(series[pk].metric, series[pk].benchmark)
-            values = history.values
-            if changes.get(pk):  # sorted: the latest is the last
-                values = values[bisect.bisect_left(history.timestamps, changes[pk][-1]):]
+            values = history.values[level_start(history, changes.get(pk, [])):]
             verdict = hud_policy.status(values, direction, params)
             if verdict in (hud_policy.REGRESSION, hud_policy.SUSPICIOUS):
                 states[pk] = SUSPICIOUS
