@@ -12,17 +12,20 @@ the metrics whose threshold says so (`MetricThreshold.hud_raises`). A pass-like 
 that becomes a failure is raised by `accuracy_changes`, and a metric a run stops reporting
 while the run still reports its benchmark by `missing_metrics` (both on upload).
 
-A detection is matched with the current records of its series whose first bad point lies
-within a few points of it: a change seen again (on the next upload, or placed a point or
-two differently with more data) updates its record while that is current, and is never
-raised again once triaged as fixed, expected or a false positive. A change elsewhere is a
-new record.
+A record's commit range is its change's: from the last point surely at the old level to the
+first surely at the new one (for a change point, the likelihood interval of its place; one
+commit where the step is clear). A detection is matched with the current records of its
+series whose first bad point lies within a few points of that range: a change seen again
+(on the next upload, or placed a point or two differently with more data) updates its
+record while that is current, and is never raised again once triaged as fixed, expected or
+a false positive. A change elsewhere is a new record.
 
-Groups: new records of one repo and branch are first aligned: a record whose first bad
-commit is within a few points of a commit where more records of this detection (or an
-existing group) put theirs moves there, since many series agreeing locate a change better
-than one. Records whose commit ranges then overlap an existing group's join it (narrowing
-its range to the intersection); the others form new groups among themselves.
+Groups: new records of one repo and branch are first aligned: a record whose range holds a
+commit, or is within a few points of one, where more records of this detection (or an
+existing group) put their first bad point moves there, since many series agreeing locate a
+change better than one (unless its own points plainly rule that commit out). Records whose
+commit ranges then overlap an existing group's join it (narrowing its range to the
+intersection); the others form new groups among themselves.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ from datetime import datetime
 
 import numpy as np
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.utils import timezone
+from scipy import stats
 
 from benchsite.regressions import baselines
 from benchsite.regressions.detect import Detection, changepoint, hud_policy
@@ -56,6 +61,9 @@ from runner.contract.status import SKIPPED, STATUS_METRIC
 # How many points apart two detections of one change may be placed.
 CHANGEPOINT_TOLERANCE = 3
 MOVE_SHARE = 0.25  # see `_supports`
+# A commit holds a change many series share when more of its repo's records put their first
+# bad point there than chance would at this level, given the repo's records per commit.
+COINCIDENCE = 0.01
 UPDATED_FIELDS = ["kind", "baseline", "value", "magnitude", "confidence", "evidence",
                   "updated_at"]
 NUMERIC = (Detector.CHANGEPOINT, Detector.HUD_POLICY)
@@ -88,7 +96,7 @@ def detect_series(series_ids: Iterable[int], branch: str,
                           if not _seen_whole(found, history, settings, new_since)]
         for detector, found, evidence, tolerance in _merged(
                 series[pk], history, directions[pk], found_here, settings):
-            low = history.timestamps[max(0, found.index - tolerance)]
+            low = history.timestamps[max(0, found.last_good + 1 - tolerance)]
             high = history.timestamps[min(len(history) - 1, found.index + tolerance)]
             match = next((record for record in existing[pk]
                           if low <= record.first_bad_at <= high), None)
@@ -207,12 +215,15 @@ def _record(series: Series, branch: str, history: History, detector: str, found:
         direction=direction or "", baseline=found.before, value=found.after,
         magnitude=found.magnitude, confidence=found.confidence, points_after=found.delay,
         detected_at=history.timestamps[found.detected_at], evidence=evidence)
-    _place(record, history, found.index)
+    _place(record, history, found.index, found.last_good)
     return record
 
 
-def _place(record: Regression, history: History, index: int) -> None:
-    good = index - 1 if index > 0 else None
+def _place(record: Regression, history: History, index: int, good: int | None = None) -> None:
+    """Put the record's change after point `good` (default: the one before) and at or
+    before point `index`, its first bad point."""
+    good = index - 1 if good is None else good
+    good = good if good >= 0 else None
     record.first_bad_run_id = history.run_ids[index]
     record.first_bad_at = history.timestamps[index]
     record.last_good_run_id = history.run_ids[good] if good is not None else None
@@ -221,9 +232,10 @@ def _place(record: Regression, history: History, index: int) -> None:
 
 def _aligned(new: list[tuple[Regression, History]], series: dict[int, Series],
              branch: str) -> list[Regression]:
-    """The new records, each moved to the commit near its own (within the matching
+    """The new records, each moved to the commit near its range (within the matching
     tolerance) where most new records and existing groups' members put their first bad
-    point."""
+    point, where its own points allow it (`_supports`) and that commit holds a shared change
+    (`_agreeing`) with twice as many records as its own; its range is then that commit."""
     if not new:
         return []
     runs = {pk for _, history in new for pk in history.run_ids}
@@ -236,18 +248,41 @@ def _aligned(new: list[tuple[Regression, History]], series: dict[int, Series],
     for group in AlertGroup.objects.filter(repo__in=repos, branch=branch,
                                            first_bad_at__gte=oldest):
         votes[group.repo, group.first_bad_sha] += group.members.count() or 1
+    agreeing = _agreeing(new, series, branch, oldest)
     for record, history in new:
         repo = series[record.series_id].repo
         index = history.run_ids.index(record.first_bad_run_id)
-        near = range(max(1, index - CHANGEPOINT_TOLERANCE),
+        good = (history.run_ids.index(record.last_good_run_id)
+                if record.last_good_run_id is not None else -1)
+        near = range(max(1, good + 1 - CHANGEPOINT_TOLERANCE),
                      min(len(history), index + CHANGEPOINT_TOLERANCE + 1))
-        near = [i for i in near if _supports(history, record, index, i)]
+        near = [i for i in near if good < i <= index or _supports(history, record, index, i)]
         best = max(near, key=lambda i: (votes[repo, shas.get(history.run_ids[i], "")],
                                         -abs(i - index)))
-        if votes[repo, shas.get(history.run_ids[best], "")] > votes[
-                repo, shas.get(record.first_bad_run_id, "")]:
+        there, own = (votes[repo, shas.get(history.run_ids[i], "")] for i in (best, index))
+        if there >= max(agreeing[repo], 2 * own):
             _place(record, history, best)
     return [record for record, _ in new]
+
+
+def _agreeing(new: list[tuple[Regression, History]], series: dict[int, Series], branch: str,
+              oldest: datetime) -> dict[str, int]:
+    """Per repo, how many records at one commit are more than a coincidence: the fewest (2
+    or more) that its records per commit over the histories' window (Poisson) exceed with a
+    chance of at most `COINCIDENCE`. A repo of many series changing independently (a busy
+    nightly) needs more than one whose series change together."""
+    records: Counter[str] = Counter(series[record.series_id].repo for record, _ in new)
+    commits: Counter[str] = Counter()
+    for record, history in new:
+        repo = series[record.series_id].repo
+        commits[repo] = max(commits[repo], len(history))
+    for repo, count in (Regression.objects.filter(series__repo__in=list(records),
+                                                  branch=branch, first_bad_at__gte=oldest)
+                        .values_list("series__repo").annotate(count=Count("id"))):
+        records[repo] += count
+    # isf: the largest count whose excess has a chance of at most COINCIDENCE.
+    return {repo: max(2, int(stats.poisson.isf(COINCIDENCE, count / commits[repo])) + 1)
+            for repo, count in records.items()}
 
 
 def _supports(history: History, record: Regression, index: int, other: int) -> bool:

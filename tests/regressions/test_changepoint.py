@@ -23,6 +23,26 @@ def test_a_step_is_found_where_it_starts_within_a_few_points(step):
     assert found.confidence < changepoint.DEFAULT.alpha
 
 
+def test_a_clear_step_is_placed_on_one_point():
+    values = noisy()
+    values[120:] *= 1.10
+    [found] = changepoint.detect(values)
+    assert (found.earliest, found.index, found.last_good) == (120, 120, 119)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_step_noise_leaves_open_is_a_range_that_holds_it(seed):
+    # An 8 % step at 2 % noise whose point before it is halfway between the levels: it may
+    # be at either, so the change is after point 118 at the latest and sure from 120 on.
+    values = noisy(noise=0.02, seed=seed)
+    values[120:] *= 1.08
+    values[119] = 5.0 * 1.04
+    [found] = changepoint.detect(values)
+    assert found.index == 120  # the first point surely at the new level
+    assert found.earliest <= 119 and found.last_good == found.earliest - 1
+    assert found.index - found.last_good <= 4  # a likelihood interval, not a guess
+
+
 def test_noise_alone_raises_nothing():
     for seed in range(20):
         assert changepoint.detect(noisy(365, noise=0.03, seed=seed)) == []

@@ -254,3 +254,65 @@ def test_a_cut_window_raises_only_what_the_new_points_raise(monkeypatch, raised_
     store_history({"flat": levels(1)}, first_night=69)
     made = list(Regression.objects.values_list("first_bad_sha", flat=True))
     assert made == ([] if raised_at < 69 else [sha(50)])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_record_spans_the_points_its_change_may_be_at_and_is_matched_across_them(
+        monkeypatch):
+    store_history({"flat": levels(40)})
+    assert not Regression.objects.exists()
+
+    def detected(index: int, earliest: int, at: int):
+        monkeypatch.setattr(detection.changepoint, "detect_many", lambda series, *args: [
+            [Detection(index=index, earliest=earliest, detected_at=at, before=2.0, after=2.4,
+                       confidence=1e-9)] for _ in series])
+
+    detected(index=33, earliest=31, at=40)  # the change may be at night 31, 32 or 33
+    store_history({"flat": levels(1)}, first_night=40)
+    [raised] = Regression.objects.all()
+    assert (raised.last_good_sha, raised.first_bad_sha) == (sha(30), sha(33))
+    assert (raised.group.last_good_sha, raised.group.first_bad_sha) == (sha(30), sha(33))
+    # Placed later the next night, but its range still reaches the record: the same change.
+    detected(index=37, earliest=33, at=41)
+    store_history({"flat": levels(1)}, first_night=41)
+    assert Regression.objects.get() == raised
+
+
+def _trio() -> dict[str, list[list[float]]]:
+    """b and c step at night 29; a at 30, its night 29 halfway between its levels, so its
+    change may be at 29 or 30."""
+    a = levels(50, step_at=30, step=0.10, noise=0.005, seed=4)
+    a[29] = [2.0 * 1.05] * 3
+    return {"a": a, "b": levels(50, step_at=29, step=0.10, noise=0.005, seed=5),
+            "c": levels(50, step_at=29, step=0.10, noise=0.005, seed=6)}
+
+
+def _ranges(models) -> dict[str, tuple[str, str]]:
+    return {r.series.model: (r.last_good_sha, r.first_bad_sha)
+            for r in Regression.objects.filter(series__model__in=models)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_record_is_narrowed_to_the_commit_other_series_agree_on():
+    # In a repo where little changes, two series agreeing are no coincidence.
+    store_history(_trio())
+    assert _ranges("abc") == {"a": (sha(28), sha(29)), "b": (sha(28), sha(29)),
+                              "c": (sha(28), sha(29))}
+    [group] = AlertGroup.objects.all()
+    assert (group.last_good_sha, group.first_bad_sha, group.members.count()) == (
+        sha(28), sha(29), 3)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_in_a_busy_repo_two_series_agreeing_do_not_move_a_record():
+    # 30 more series, each stepping on a night of its own: two records at one commit are
+    # then a coincidence. a keeps its range, which overlaps b's and c's: one group.
+    busy = {f"s{n}": levels(50, step_at=8 + n, step=0.3, noise=0.005, seed=10 + n)
+            for n in range(30) if 8 + n not in (29, 30)}
+    store_history(_trio() | busy)
+    assert Regression.objects.count() == 3 + len(busy)
+    assert _ranges("abc") == {"a": (sha(28), sha(30)), "b": (sha(28), sha(29)),
+                              "c": (sha(28), sha(29))}
+    group = Regression.objects.get(series__model="a").group
+    assert (group.last_good_sha, group.first_bad_sha, group.members.count()) == (
+        sha(28), sha(29), 3)

@@ -14,12 +14,20 @@ from dataclasses import dataclass
 class Detection:
     """A change found in a series of points (indices into the points given)."""
 
-    index: int  # the first point at the new level (first bad)
+    index: int  # the first point surely at the new level (first bad)
     detected_at: int  # the newest point when the change was raised
     before: float  # level before the change (the baseline)
     after: float  # level after it
     confidence: float  # p-value (change point), or the violation count (HUD policy)
     kind: str = "change"  # HUD policy: "regression" or "suspicious"
+    # The earliest point that may be the first bad one, where the points between it and
+    # `index` could be at either level (None: `index`); the change is after `last_good`.
+    earliest: int | None = None
+
+    @property
+    def last_good(self) -> int:
+        """The last point surely at the old level (-1: none)."""
+        return (self.index if self.earliest is None else self.earliest) - 1
 
     @property
     def magnitude(self) -> float:
