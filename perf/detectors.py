@@ -286,7 +286,8 @@ def run_detectors(series: list[Series]) -> dict[str, dict[str, list[Alert]]]:
 def print_table(table: Table, count: int) -> None:
     groups = [group for group, _ in GROUPS]
     print(f"{count} labelled series (lower is better); a step of >= {MIN_STEP:.0%} is found by "
-          f"an alert placed on it or up to {WITHIN} points after it; every other alert is a "
+          f"an alert whose first bad point is on it or up to {WITHIN} points after it; every "
+          "other alert is a "
           f"false alarm\n(dup: a false alarm within {DUPLICATE_WITHIN} points of a step "
           "already found, a second alert for it; P precision, R recall; delay: points at "
           "the new level when raised, median/p90; R 5/5: recall on 5% steps at 5% noise)")

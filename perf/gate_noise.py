@@ -27,6 +27,11 @@ its base (medians of their repetitions).
   of the 100 series compared moved: 1, 10 or 100 (the others quiet series of a quiet
   comparison).
 
+What the fixed rule's recall on an isolated step costs: a per-series cutoff on the same
+p-values, with no false discovery rate, set to find the isolated 10 % steps as often as the
+fixed rule, and the share of quiet series and of quiet comparisons it flags (a third table;
+no check).
+
 The trade-off of the false discovery rate (`DetectionSettings.compare_fdr`, a request's
 `?fdr=`, the gate's --fdr): the same verdicts held to q = 0.005, 0.05 and 0.25 give the new
 rule's FA, gate and recall figures per q, in a second table (no check).
@@ -132,6 +137,16 @@ class Held:
 
 
 @dataclass
+class Frontier:
+    """A per-series p-value cutoff (no false discovery rate) that finds an isolated step as
+    often as the fixed rule does, and what it costs on quiet series."""
+
+    cutoff: float
+    fa: float
+    gate: float
+
+
+@dataclass
 class Figures:
     fixed_fa: float
     new_fa: float
@@ -143,6 +158,7 @@ class Figures:
     comparisons: int
     steps: int
     by_fdr: dict[float, Held]  # the new rule's figures at each of `fdrs`
+    frontier: Frontier
 
 
 def measure(rng: np.random.Generator, series: int, noise: float, repetitions: int,
@@ -190,7 +206,31 @@ def measure(rng: np.random.Generator, series: int, noise: float, repetitions: in
     default = held_to(RULES.fdr)
     return Figures(fixed_fa, default.fa, float(fixed_gate), default.gate, float(fixed_recall),
                    default.recall, quiet, len(comparisons), series,
-                   {fdr: default if fdr == RULES.fdr else held_to(fdr) for fdr in fdrs})
+                   {fdr: default if fdr == RULES.fdr else held_to(fdr) for fdr in fdrs},
+                   frontier(quiet_verdicts, step_verdicts, wanted, float(fixed_recall)))
+
+
+def frontier(quiet: list[list[judge.Verdict]], steps: list[judge.Verdict], wanted: list[str],
+             recall: float) -> Frontier:
+    """The largest p-value cutoff needed for the verdicts to find `recall` of the steps
+    (judged in the right direction, at or below the cutoff), and the share of quiet series
+    and of quiet comparisons it flags: the price of the fixed rule's recall on an isolated
+    step for any rule that ranks a comparison's series by this p-value."""
+    found = sorted(v.p_value for v, want in zip(steps, wanted, strict=True)
+                   if v.state == want and v.p_value is not None)
+    needed = math.ceil(recall * len(steps))
+    if needed > len(found):
+        return Frontier(math.nan, math.nan, math.nan)
+    cutoff = found[needed - 1] if needed else 0.0
+
+    def flagged(v: judge.Verdict, states=FLAGGED) -> bool:
+        return v.state in states and v.p_value is not None and v.p_value <= cutoff
+
+    count = sum(map(len, quiet))
+    fa = sum(flagged(v) for verdicts in quiet for v in verdicts) / count
+    gate = float(np.mean([any(flagged(v, (REGRESSION,)) for v in verdicts)
+                          for verdicts in quiet]))
+    return Frontier(cutoff, fa, gate)
 
 
 def _rate(value: float) -> str:
@@ -267,6 +307,18 @@ def main() -> int:
             print(f"q {fdr:<5g} | {variant:<14} {noise:5.0%} | {_rate(held.fa)} "
                   f"{held.gate:6.1%} | {held.recall[1]:12.1%} {held.recall[10]:7.1%} "
                   f"{held.recall[100]:7.1%}")
+    print(f"\nWhat the fixed rule's recall on an isolated 10 % step costs: the same verdicts "
+          f"flagged at the per-series p-value cutoff (no false discovery rate) that finds "
+          f"the steps as often as the fixed rule; FA and gate on the quiet comparisons of "
+          f"{PER_COMPARISON} series, as above")
+    header = (f"{'variant':<14} {'noise':>5} | {'recall fixed':>12} {'cutoff p':>9} | "
+              f"{'FA':>8} {'gate':>6}")
+    print(header)
+    print("-" * len(header))
+    for variant, noise, f in trade:
+        edge = f.frontier
+        print(f"{variant:<14} {noise:5.0%} | {f.fixed_recall:12.1%} {edge.cutoff:9.2g} | "
+              f"{_rate(edge.fa)} {edge.gate:6.1%}")
     print(f"\n({time.perf_counter() - started:.0f} s; quiet series-comparisons per row: "
           f"{series * QUIET_NIGHTS}, in {series * QUIET_NIGHTS // PER_COMPARISON} "
           f"comparisons; steps per row: {series})")
