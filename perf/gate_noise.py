@@ -32,6 +32,10 @@ p-values, with no false discovery rate, set to find the isolated 10 % steps as o
 fixed rule, and the share of quiet series and of quiet comparisons it flags (a third table;
 no check).
 
+Re-running the head commit: the same figures at the default rate when the head is RERUNS
+(3) runs of one commit (three nights at its level), judged together (`judge.judge`'s
+`head_runs`), in a fourth table (no check).
+
 The trade-off of the false discovery rate (`DetectionSettings.compare_fdr`, a request's
 `?fdr=`, the gate's --fdr): the same verdicts held to q = 0.005, 0.05 and 0.25 give the new
 rule's FA, gate and recall figures per q, in a second table (no check).
@@ -85,6 +89,7 @@ MOVING = (1, 10, 100)  # series of a comparison's 100 that step
 CHECKED_NOISE, CHECKED_MOVING, RATIO = 0.02, (10, 1), 10
 FLAGGED = (REGRESSION, IMPROVEMENT, CHANGED)
 FDRS = (0.005, 0.05, 0.25)  # the trade-off table's rates
+RERUNS = 3  # runs of the head commit in the re-run table
 
 
 def nights(rng: np.random.Generator, count: int, noise: float, repetitions: int,
@@ -108,6 +113,7 @@ class Case:
     head: list[float]
     history: np.ndarray
     worse: bool | None  # the change to find: True a regression, False an improvement
+    runs: int = 1  # runs the head's repetitions come from
 
     def fixed(self) -> str:
         change = float(np.median(self.head)) / float(np.median(self.base)) - 1
@@ -116,14 +122,18 @@ class Case:
         return REGRESSION if change > 0 else IMPROVEMENT  # lower is better
 
     def judged(self) -> judge.Verdict:
-        return judge.judge(self.base, self.head, judge.baseline(self.history), LOWER, RULES)
+        return judge.judge(self.base, self.head, judge.baseline(self.history), LOWER, RULES,
+                           head_runs=self.runs)
 
 
-def cases(matrix: np.ndarray, base_nights: np.ndarray, worse: list[bool | None]) -> list[Case]:
+def cases(matrix: np.ndarray, base_nights: np.ndarray, worse: list[bool | None],
+          runs: int = 1) -> list[Case]:
+    """Base: a night; head: the `runs` nights after it, as that many runs of one commit."""
     made = []
     for row, base, change in zip(matrix, base_nights, worse, strict=True):
         values, _ = points.summarize(row[max(0, base - LOOKBACK + 1) : base + 1])
-        made.append(Case(row[base].tolist(), row[base + 1].tolist(), values, change))
+        made.append(Case(row[base].tolist(), row[base + 1 : base + 1 + runs].ravel().tolist(),
+                         values, change, runs))
     return made
 
 
@@ -165,49 +175,74 @@ def measure(rng: np.random.Generator, series: int, noise: float, repetitions: in
             fdrs: tuple[float, ...] = ()) -> Figures:
     """The figures at the default rate (`Rules.fdr`), and the new rule's at each of `fdrs`
     (the same verdicts, held to each rate)."""
-    # Quiet: every series compared at QUIET_NIGHTS consecutive pairs of nights; the series
-    # of one night, 100 at a time, are one comparison.
-    quiet_matrix = nights(rng, series, noise, repetitions)
-    comparisons: list[list[Case]] = []
-    for base in rng.choice(np.arange(LOOKBACK, NIGHTS - 1), QUIET_NIGHTS, replace=False):
-        made = cases(quiet_matrix, np.full(series, base), [None] * series)
-        comparisons += [made[i : i + PER_COMPARISON] for i in range(0, series, PER_COMPARISON)]
-    quiet_verdicts = [[case.judged() for case in comparison] for comparison in comparisons]
-    quiet = sum(map(len, comparisons))
-    fixed_fa = sum(case.fixed() in FLAGGED for c in comparisons for case in c) / quiet
-    fixed_gate = np.mean([any(case.fixed() == REGRESSION for case in c) for c in comparisons])
-
-    # Steps: a 10 % step (up or down) on a night with a full history before it.
-    step_at = rng.integers(LOOKBACK + 1, NIGHTS, series)
-    up = np.arange(series) % 2 == 0
-    step_matrix = nights(rng, series, noise, repetitions, step_at, np.where(up, STEP, -STEP))
-    steps = cases(step_matrix, step_at - 1, up.tolist())
+    quiet = quiet_comparisons(rng, series, noise, repetitions)
+    count = sum(map(len, quiet))
+    fixed_fa = sum(case.fixed() in FLAGGED for c in quiet for case in c) / count
+    fixed_gate = np.mean([any(case.fixed() == REGRESSION for case in c) for c in quiet])
+    quiet_verdicts = [[case.judged() for case in comparison] for comparison in quiet]
+    steps = step_cases(rng, series, noise, repetitions)
     step_verdicts = [case.judged() for case in steps]
     wanted = [REGRESSION if case.worse else IMPROVEMENT for case in steps]
     fixed_recall = np.mean([case.fixed() == want for case, want in zip(steps, wanted,
                                                                        strict=True)])
-
-    def held_to(fdr: float) -> Held:
-        held = [judge.control(verdicts, fdr) for verdicts in quiet_verdicts]
-        fa = sum(v.state in FLAGGED for verdicts in held for v in verdicts) / quiet
-        gate = np.mean([any(v.state == REGRESSION for v in verdicts) for verdicts in held])
-        recall = {}
-        for moving in MOVING:
-            found = 0
-            for start in range(0, series - moving + 1, moving):
-                others = quiet_verdicts[(start // moving) % len(quiet_verdicts)]
-                mixed = step_verdicts[start : start + moving] + others[: PER_COMPARISON - moving]
-                held_mixed = judge.control(mixed, fdr)[:moving]
-                found += sum(v.state == want for v, want in zip(
-                    held_mixed, wanted[start : start + moving], strict=True))
-            recall[moving] = found / (series - series % moving)
-        return Held(fa, float(gate), recall)
-
-    default = held_to(RULES.fdr)
+    default = held_to(quiet_verdicts, step_verdicts, wanted, RULES.fdr)
     return Figures(fixed_fa, default.fa, float(fixed_gate), default.gate, float(fixed_recall),
-                   default.recall, quiet, len(comparisons), series,
-                   {fdr: default if fdr == RULES.fdr else held_to(fdr) for fdr in fdrs},
+                   default.recall, count, len(quiet), series,
+                   {fdr: default if fdr == RULES.fdr else
+                    held_to(quiet_verdicts, step_verdicts, wanted, fdr) for fdr in fdrs},
                    frontier(quiet_verdicts, step_verdicts, wanted, float(fixed_recall)))
+
+
+def quiet_comparisons(rng: np.random.Generator, series: int, noise: float, repetitions: int,
+                      runs: int = 1) -> list[list[Case]]:
+    """Every series compared at QUIET_NIGHTS bases (a night; the head: `runs` nights after
+    it) with no step; the series of one base, 100 at a time, are one comparison."""
+    matrix = nights(rng, series, noise, repetitions)
+    comparisons: list[list[Case]] = []
+    for base in rng.choice(np.arange(LOOKBACK, NIGHTS - runs), QUIET_NIGHTS, replace=False):
+        made = cases(matrix, np.full(series, base), [None] * series, runs)
+        comparisons += [made[i : i + PER_COMPARISON] for i in range(0, series, PER_COMPARISON)]
+    return comparisons
+
+
+def step_cases(rng: np.random.Generator, series: int, noise: float, repetitions: int,
+               runs: int = 1) -> list[Case]:
+    """A 10 % step (up or down) on a night with a full history before it; base: the night
+    before, head: the step's first `runs` nights."""
+    step_at = rng.integers(LOOKBACK + 1, NIGHTS - runs + 1, series)
+    up = np.arange(series) % 2 == 0
+    matrix = nights(rng, series, noise, repetitions, step_at, np.where(up, STEP, -STEP))
+    return cases(matrix, step_at - 1, up.tolist(), runs)
+
+
+def held_to(quiet: list[list[judge.Verdict]], steps: list[judge.Verdict], wanted: list[str],
+            fdr: float) -> Held:
+    """The verdicts held to `fdr`: the share of quiet series flagged, of quiet comparisons
+    failing, and of steps found with 1, 10 or 100 of a comparison's 100 series moving (the
+    others a quiet comparison's)."""
+    held = [judge.control(verdicts, fdr) for verdicts in quiet]
+    fa = sum(v.state in FLAGGED for verdicts in held for v in verdicts) / sum(map(len, held))
+    gate = np.mean([any(v.state == REGRESSION for v in verdicts) for verdicts in held])
+    recall = {}
+    for moving in MOVING:
+        found = 0
+        for start in range(0, len(steps) - moving + 1, moving):
+            others = quiet[(start // moving) % len(quiet)]
+            mixed = steps[start : start + moving] + others[: PER_COMPARISON - moving]
+            found += sum(v.state == want for v, want in zip(
+                judge.control(mixed, fdr)[:moving], wanted[start : start + moving],
+                strict=True))
+        recall[moving] = found / (len(steps) - len(steps) % moving)
+    return Held(fa, float(gate), recall)
+
+
+def rerun(rng: np.random.Generator, series: int, noise: float, repetitions: int) -> Held:
+    """The default rate's figures when the head commit was run RERUNS times."""
+    quiet = [[case.judged() for case in comparison]
+             for comparison in quiet_comparisons(rng, series, noise, repetitions, RERUNS)]
+    steps = step_cases(rng, series, noise, repetitions, RERUNS)
+    return held_to(quiet, [case.judged() for case in steps],
+                   [REGRESSION if case.worse else IMPROVEMENT for case in steps], RULES.fdr)
 
 
 def frontier(quiet: list[list[judge.Verdict]], steps: list[judge.Verdict], wanted: list[str],
@@ -319,6 +354,17 @@ def main() -> int:
         edge = f.frontier
         print(f"{variant:<14} {noise:5.0%} | {f.fixed_recall:12.1%} {edge.cutoff:9.2g} | "
               f"{_rate(edge.fa)} {edge.gate:6.1%}")
+    print(f"\nRe-running the head: the head commit run {RERUNS} times (its runs judged "
+          f"together), at the default rate; fixed rule and one run as in the first table")
+    header = (f"{'variant':<14} {'noise':>5} | {'FA':>8} {'gate':>6} | {'recall 1/100':>12} "
+              f"{'10/100':>7} {'100/100':>7} | {'one run 1/100':>13}")
+    print(header)
+    print("-" * len(header))
+    for variant, noise, f in trade:
+        again = rerun(rng, series, noise, dict(VARIANTS)[variant])
+        print(f"{variant:<14} {noise:5.0%} | {_rate(again.fa)} {again.gate:6.1%} | "
+              f"{again.recall[1]:12.1%} {again.recall[10]:7.1%} {again.recall[100]:7.1%} | "
+              f"{f.new_recall[1]:13.1%}")
     print(f"\n({time.perf_counter() - started:.0f} s; quiet series-comparisons per row: "
           f"{series * QUIET_NIGHTS}, in {series * QUIET_NIGHTS // PER_COMPARISON} "
           f"comparisons; steps per row: {series})")

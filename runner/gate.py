@@ -73,7 +73,8 @@ def fetch_comparison(server: str, repo: str, base: str, head: str,
 
 
 def markdown(comparison: dict, server: str) -> str:
-    """The summary: verdict, counts, tables of regressions and improvements, a link."""
+    """The summary: verdict, counts, tables of regressions, improvements and the changes
+    within the noise, a link."""
     repo, base, head = comparison["repo"], comparison["base"], comparison["head"]
     counts = comparison["counts"]
     page = (f"{server.rstrip('/')}/compare/{urllib.parse.quote(base)}..."
@@ -101,6 +102,16 @@ def markdown(comparison: dict, server: str) -> str:
             if len(rows) > MAX_ROWS:
                 lines.append(f"… and {len(rows) - MAX_ROWS} more")
             lines.append("")
+    noisy = [row for row in comparison["rows"] if row["state"] == "noisy"]
+    if noisy:
+        lines += ["#### Within the noise", "",
+                  f"{len(noisy)} series moved past their tolerance but not out of their noise. "
+                  "Running the benchmarks again at the head commit and uploading the results "
+                  "judges its runs together, which confirms a real change or clears noise.",
+                  "", *_table(noisy[:MAX_ROWS // 3])]
+        if len(noisy) > MAX_ROWS // 3:
+            lines.append(f"… and {len(noisy) - MAX_ROWS // 3} more")
+        lines.append("")
     lines.append(f"[Full comparison]({page})")
     return "\n".join(lines) + "\n"
 

@@ -5,9 +5,11 @@ its own history on the repo's default branch (`detect.judge`).
 prefix of a stored sha is enough), reads the results of both with one query (joined with
 their series) and the default-branch history of those series up to the base commit with
 another. A series' value at a commit is the median of all repetitions of all its results
-there. Raises `CannotCompare` for an unknown repo, an unknown or ambiguous commit. The
-series judged on their history's noise are held to a false discovery rate: `fdr` where
-given (a request's `?fdr=`), else `DetectionSettings.compare_fdr`.
+there, and the head's runs count as that many measurements of it (`judge.judge`'s
+`head_runs`: re-running a head commit narrows its value). Raises `CannotCompare` for an
+unknown repo, an unknown or ambiguous commit. The series judged on their history's noise
+are held to a false discovery rate: `fdr` where given (a request's `?fdr=`), else
+`DetectionSettings.compare_fdr`.
 """
 
 from __future__ import annotations
@@ -203,9 +205,12 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
     units: dict[int, str] = {}
     unstable: set[int] = set()
     run_shas: dict[int, str] = {}
+    head_runs_of: dict[int, set[int]] = {}  # the head's runs of each series
     for series_id, sha, run_id, value, values, unit, shaky, *fields in rows:
         finite = [v for v in (values or [value]) if math.isfinite(v)]
         samples.setdefault((series_id, sha), []).extend(finite)
+        if sha == head_sha and finite:
+            head_runs_of.setdefault(series_id, set()).add(run_id)
         if shaky in (True, "true", "True"):
             unstable.add(series_id)
         run_shas[run_id] = sha
@@ -234,7 +239,8 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
         base, head = samples.get((pk, base_sha), []), samples.get((pk, head_sha), [])
         history = histories.get(pk, judge.NO_HISTORY)
         verdicts.append((item, judge.judge(base, head, history, directions[pk], rules,
-                                           pk in unstable), base, head, history.points))
+                                           pk in unstable, len(head_runs_of.get(pk, ()))),
+                         base, head, history.points))
     held = judge.control([verdict for _, verdict, *_ in verdicts], fdr)
     compared = [_row(item, directions[item.pk], tolerances[item.metric, item.benchmark],
                      verdict, base, head, points)

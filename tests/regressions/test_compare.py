@@ -109,6 +109,32 @@ def test_two_quiet_nights_of_many_series_pass_and_a_12_percent_step_fails():
     assert [row.model for row in stepped.rows if row.state == "regression"] == ["m7"]
 
 
+def test_runs_of_the_head_together_confirm_a_change_one_run_leaves_in_the_noise():
+    # An 8 % step in one series of 100 at 2 % noise: one run of the head is within the
+    # noise of 100 series compared; three runs of it know its value sqrt(3) times better.
+    nights, count = 40, 100
+    histories = {f"m{n}": levels(nights, noise=0.02, repetitions=1, seed=n)
+                 for n in range(count)}
+    history_of(histories, nights)
+    head = "c" * 40
+
+    def run(job: int):
+        upload(100, [record(model, [2.0 * (1.08 if model == "m7" else 1.0)])
+                     for model in histories], branch="pr/1", head_sha=head, job=job)
+
+    def m7():
+        return next(row for row in compare_commits("pytorch/ao", sha(nights - 1), head).rows
+                    if row.model == "m7")
+
+    run(0)
+    once = m7()
+    assert once.state == "noisy" and "within the noise of 100 series" in once.rule
+    run(1)
+    run(2)
+    thrice = m7()
+    assert thrice.state == "regression" and "over 3 runs" in thrice.rule, thrice.rule
+
+
 def test_pull_request_runs_are_never_history():
     nights = 20
     history_of({"layer": levels(nights, noise=0.005, repetitions=1)}, nights)

@@ -83,3 +83,22 @@ def test_usage_and_connection_errors_exit_2(live_server, commits, capsys):
     with pytest.raises(SystemExit) as usage:
         gate(live_server.url, 10, 11, "--fail-on", "worse")
     assert usage.value.code == 2
+
+
+def test_changes_within_the_noise_are_listed_with_what_confirms_them():
+    from runner.gate import markdown
+
+    row = {"state": "noisy", "benchmark": "micro", "model": "int8dq-1024", "metric": "time",
+           "arch": "H100", "device": "cuda", "base": 1.0, "head": 1.08, "change": 0.08,
+           "rule": "+8.0% from the level, 3.9x its noise (2.0%): within the noise of 100 "
+                   "series compared (adjusted p=0.3, needs 0.005)"}
+    text = markdown({"repo": "pytorch/ao", "base": "a" * 40, "head": "b" * 40,
+                     "counts": {"noisy": 1, "unchanged": 99}, "verdict": "unchanged",
+                     "branches": ["main"], "fdr": 0.005, "rows": [row]}, "http://bench")
+    section = text.split("#### Within the noise", 1)[1]
+    assert "1 series moved past their tolerance" in section
+    assert "Running the benchmarks again at the head commit" in section
+    assert "| micro | int8dq-1024 | time | H100 | 1 | 1.08 | +8.0 % |" in section
+    quiet = markdown({"repo": "pytorch/ao", "base": "a" * 40, "head": "b" * 40,
+                      "counts": {"unchanged": 1}, "verdict": "unchanged", "rows": []}, "x")
+    assert "Within the noise" not in quiet

@@ -120,10 +120,14 @@ NO_HISTORY = Baseline(None, None, 0.0, 0, 0)
 
 
 def judge(base: Sequence[float], head: Sequence[float], history: Baseline,
-          direction: str | None, rules: Rules, unstable: bool = False) -> Verdict:
+          direction: str | None, rules: Rules, unstable: bool = False,
+          head_runs: int = 1) -> Verdict:
     """A first verdict on one series (`control` then holds a comparison's significant
     verdicts to its false discovery rate). `base`/`head`: the commits' repetitions;
-    `history`: the series' baseline up to the base commit on the default branch."""
+    `history`: the series' baseline up to the base commit on the default branch;
+    `head_runs`: how many runs the head's repetitions come from (each run's noise is a
+    history point's, so k runs at the head know its value sqrt(k) times better: re-running
+    a commit confirms or clears a change a single run leaves within the noise)."""
     if not base:
         return Verdict(NEW, "no result at the base commit")
     if not head:
@@ -137,13 +141,14 @@ def judge(base: Sequence[float], head: Sequence[float], history: Baseline,
     level = history.level if since else base_value
     # The level is a median of points since the latest change (the base alone, if none):
     # its own error adds to the head's.
-    spread = noise * math.sqrt(1 + (math.pi / (2 * since) if since > 1 else 1))
+    runs = max(1, head_runs)
+    spread = noise * math.sqrt(1 / runs + (math.pi / (2 * since) if since > 1 else 1))
     moved = ""
     if (abs(math.log(base_value / level)) > MOVED_Z * spread
             and (base_value > level) == (head_value > level)):
         # The base is already off the level, the head on the same side: the series moved
         # at or before the base (a change not recorded yet), so the base is the level.
-        level, spread = base_value, noise * math.sqrt(2)
+        level, spread = base_value, noise * math.sqrt(1 + 1 / runs)
         moved = " (the series moved at or before the base commit: judged from the base)"
     change = head_value / level - 1
     z = abs(math.log(head_value / level)) / spread
@@ -156,7 +161,9 @@ def judge(base: Sequence[float], head: Sequence[float], history: Baseline,
     mw = _mann_whitney(base, head)  # (only here: most series are within the tolerance)
     if unstable:
         return Verdict(NOISY, UNSTABLE, level, noise, p, mw)
-    described = f"{change:+.1%} from the level, {z:.1f}x its noise ({noise:.1%}){moved}"
+    over = f" over {runs} runs" if runs > 1 else ""
+    described = (f"{change:+.1%} from the level, {z:.1f}x its noise ({noise:.1%}){over}"
+                 f"{moved}")
     if mw is not None and mw >= rules.alpha:
         return Verdict(NOISY, f"{described}, but Mann-Whitney p={mw:.2g} over the "
                        "repetitions", level, noise, p, mw)
