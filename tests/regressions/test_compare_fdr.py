@@ -156,3 +156,16 @@ def test_the_gate_knows_the_servers_bounds():
     from runner import gate
 
     assert gate.MAX_FDR == judge.MAX_FDR
+
+
+@pytest.mark.django_db
+def test_the_page_names_the_rate_it_judged_with(isolated_change, client):
+    base, head = isolated_change
+    url = f"/compare/{base}...{head}?repo=pytorch/ao"
+    assert "false discovery rate 0.50% over" in client.get(url).content.decode()
+    settings = DetectionSettings.load()
+    settings.compare_fdr = 0.25
+    settings.save()
+    page = client.get(url)
+    assert "false discovery rate 25% over" in page.content.decode()
+    assert client.get(url + "&format=json").json()["filters"]["fdr"] == 0.25
