@@ -77,8 +77,11 @@ def markdown(comparison: dict, server: str) -> str:
     within the noise, a link."""
     repo, base, head = comparison["repo"], comparison["base"], comparison["head"]
     counts = comparison["counts"]
+    query = {"repo": repo}
+    if isinstance(comparison.get("fdr"), int | float):
+        query["fdr"] = f"{comparison['fdr']:g}"  # the page then judges as the gate did
     page = (f"{server.rstrip('/')}/compare/{urllib.parse.quote(base)}..."
-            f"{urllib.parse.quote(head)}?{urllib.parse.urlencode({'repo': repo})}")
+            f"{urllib.parse.quote(head)}?{urllib.parse.urlencode(query)}")
     lines = [
         f"### Benchmarks: `{_code(base[:10])}` → `{_code(head[:10])}` ({_text(repo)})",
         "",

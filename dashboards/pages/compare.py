@@ -15,7 +15,14 @@ from benchsite.regressions.compare import (
     Comparison,
     recent_comparison,
 )
-from benchsite.regressions.detect.judge import IMPROVEMENT, NOISY, REGRESSION, STATES
+from benchsite.regressions.detect.judge import (
+    IMPROVEMENT,
+    MAX_FDR,
+    NOISY,
+    REGRESSION,
+    STATES,
+    check_fdr,
+)
 from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Run
 from dashboards import charts
@@ -40,7 +47,7 @@ def build(state: State, base: str, head: str) -> Page:
     repos, _ = repos_and_benchmarks()
     repo = state.choice("repo", repos, default="pytorch/ao")
     try:
-        comparison = recent_comparison(repo, base, head)
+        comparison = recent_comparison(repo, base, head, fdr=_fdr(state))
     except CannotCompare as error:
         raise Http404(str(error)) from None
     base, head = comparison.base_sha, comparison.head_sha
@@ -63,11 +70,28 @@ def build(state: State, base: str, head: str) -> Page:
         tables=[summary, series],
         figures=figures,
         context={"comparison": comparison, "fdr": f"{comparison.fdr:.2%}".replace(".00%", "%"),
-                 "runs": runs, "options": options,
+                 "fdr_param": state.values.get("fdr", ""), "runs": runs, "options": options,
                  "chosen": chosen, "statuses": STATES, "status": status, "repos": repos,
                  "base_links": [links(run) for run in runs[base]][:1],
                  "head_links": [links(run) for run in runs[head]][:1]},
     )
+
+
+def _fdr(state: State) -> float | None:
+    """The false discovery rate the URL names (the gate's link names the one it judged
+    with); None: the detection settings'."""
+    raw = state.query.get("fdr", "").strip()
+    if not raw:
+        return None
+    try:
+        fdr = check_fdr(float(raw))
+    except ValueError:
+        return state.fallback(
+            "fdr", f"a false discovery rate, above 0 and at most {MAX_FDR:g}; got {raw!r}",
+            None, f"fdr: {raw!r} is not a false discovery rate (above 0, at most "
+            f"{MAX_FDR:g}); showing the detection settings' rate.")
+    state.values["fdr"] = f"{fdr:g}"
+    return fdr
 
 
 def latest(request: HttpRequest) -> HttpResponseRedirect:

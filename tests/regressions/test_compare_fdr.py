@@ -169,3 +169,19 @@ def test_the_page_names_the_rate_it_judged_with(isolated_change, client):
     page = client.get(url)
     assert "false discovery rate 25% over" in page.content.decode()
     assert client.get(url + "&format=json").json()["filters"]["fdr"] == 0.25
+
+
+@pytest.mark.django_db
+def test_the_page_judges_at_the_rate_its_url_names_and_resets_a_bad_one(isolated_change,
+                                                                         client):
+    base, head = isolated_change
+    url = f"/compare/{base}...{head}?repo=pytorch/ao"
+    loose = client.get(url + "&fdr=0.25").content.decode()
+    assert "false discovery rate 25% over" in loose and "fdr=0.25" in loose  # links keep it
+    assert '<input type="hidden" name="fdr" value="0.25">' in loose  # and so do the filters
+    assert client.get(url + "&fdr=0.25&format=json").json()["filters"]["verdict"] == \
+        "regression"
+    bad = client.get(url + "&fdr=0.5").content.decode()
+    assert "is not a false discovery rate" in bad and "false discovery rate 0.50% over" in bad
+    refused = client.get(url + "&fdr=0.5&format=json")
+    assert refused.status_code == 400 and "fdr" in refused.content.decode()

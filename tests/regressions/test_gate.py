@@ -34,8 +34,9 @@ def test_a_regression_fails_the_gate_with_a_markdown_summary(live_server, commit
     assert "history on `main`" in out
     assert "| &lt;img src=x onerror=alert(1)&gt;\\|\\`x\\` |" in out  # inert in a comment
     assert "<img" not in out
+    # The page judges at the rate the gate did.
     assert (f"[Full comparison]({live_server.url}/compare/{sha(10)}...{sha(11)}"
-            f"?repo=pytorch%2Fao)") in out
+            f"?repo=pytorch%2Fao&fdr=0.005)") in out
 
 
 def test_no_regression_passes_and_fail_on_chooses_what_fails(live_server, commits, capsys):
