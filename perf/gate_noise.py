@@ -65,6 +65,7 @@ from benchsite.regressions.detect import judge, points  # noqa: E402
 from benchsite.regressions.detect.judge import (  # noqa: E402
     CHANGED,
     IMPROVEMENT,
+    NOISY,
     REGRESSION,
     Rules,
 )
@@ -90,6 +91,7 @@ CHECKED_NOISE, CHECKED_MOVING, RATIO = 0.02, (10, 1), 10
 FLAGGED = (REGRESSION, IMPROVEMENT, CHANGED)
 FDRS = (0.005, 0.05, 0.25)  # the trade-off table's rates
 RERUNS = 3  # runs of the head commit in the re-run table
+CONFIRM = 0.25  # the two-stage table's `gate --confirm` rate
 
 
 def nights(rng: np.random.Generator, count: int, noise: float, repetitions: int,
@@ -236,6 +238,58 @@ def held_to(quiet: list[list[judge.Verdict]], steps: list[judge.Verdict], wanted
     return Held(fa, float(gate), recall)
 
 
+@dataclass
+class TwoStage:
+    """`gate --confirm CONFIRM --runs RERUNS` in a CI that runs the head again on exit 4."""
+
+    again: float  # share of quiet comparisons asked to run again
+    gate: float  # share of quiet comparisons failing in the end
+    fails: dict[int, float]  # comparisons with steps up failing in the end, by series moving
+    fixed: float  # the fixed rule's recall on the same steps up (one run)
+
+
+def two_stage(rng: np.random.Generator, series: int, noise: float,
+              repetitions: int) -> TwoStage:
+    """Quiet comparisons and 10 % regressions (steps up), judged on one run of the head;
+    where the gate would exit 4, judged again on RERUNS runs of it."""
+    matrix = nights(rng, series, noise, repetitions)
+    quiet: list[tuple[list[judge.Verdict], list[judge.Verdict]]] = []
+    for base in rng.choice(np.arange(LOOKBACK, NIGHTS - RERUNS), QUIET_NIGHTS, replace=False):
+        once, thrice = (cases(matrix, np.full(series, base), [None] * series, runs)
+                        for runs in (1, RERUNS))
+        quiet += [([case.judged() for case in once[i : i + PER_COMPARISON]],
+                   [case.judged() for case in thrice[i : i + PER_COMPARISON]])
+                  for i in range(0, series, PER_COMPARISON)]
+    step_at = rng.integers(LOOKBACK + 1, NIGHTS - RERUNS + 1, series)
+    stepped = nights(rng, series, noise, repetitions, step_at, np.full(series, STEP))
+    once, thrice = (cases(stepped, step_at - 1, [True] * series, runs) for runs in (1, RERUNS))
+    steps = [(a.judged(), b.judged()) for a, b in zip(once, thrice, strict=True)]
+
+    def final(first: list[judge.Verdict], again: list[judge.Verdict]):
+        held = judge.control(first, RULES.fdr)
+        if not any(v.state == REGRESSION for v in held) and any(
+                v.state == NOISY and v.held == REGRESSION and v.adjusted <= CONFIRM
+                for v in held):
+            return judge.control(again, RULES.fdr), True
+        return held, False
+
+    ended = [final(*pair) for pair in quiet]
+    fails = {}
+    for moving in MOVING:
+        failed = []
+        for start in range(0, series - moving + 1, moving):
+            first, again = quiet[(start // moving) % len(quiet)]
+            mixed = steps[start : start + moving]
+            verdicts, _ = final([a for a, _ in mixed] + first[: PER_COMPARISON - moving],
+                                [b for _, b in mixed] + again[: PER_COMPARISON - moving])
+            failed.append(any(v.state == REGRESSION for v in verdicts))
+        fails[moving] = float(np.mean(failed))
+    return TwoStage(float(np.mean([asked for _, asked in ended])),
+                    float(np.mean([any(v.state == REGRESSION for v in held)
+                                   for held, _ in ended])),
+                    fails, float(np.mean([case.fixed() == REGRESSION for case in once])))
+
+
 def rerun(rng: np.random.Generator, series: int, noise: float, repetitions: int) -> Held:
     """The default rate's figures when the head commit was run RERUNS times."""
     quiet = [[case.judged() for case in comparison]
@@ -365,6 +419,20 @@ def main() -> int:
         print(f"{variant:<14} {noise:5.0%} | {_rate(again.fa)} {again.gate:6.1%} | "
               f"{again.recall[1]:12.1%} {again.recall[10]:7.1%} {again.recall[100]:7.1%} | "
               f"{f.new_recall[1]:13.1%}")
+    print(f"\nConfirming by running again: `gate --confirm {CONFIRM:g} --runs {RERUNS}` at the "
+          f"default rate, in a CI that runs the head again (to {RERUNS} runs) when the gate "
+          f"asks (exit 4): quiet comparisons of {PER_COMPARISON} series asked to run again and "
+          f"failing in the end; comparisons with a 10 % regression (a step up) in 1 / 10 / "
+          f"100 of their series failing in the end; the fixed rule's recall on the same steps")
+    header = (f"{'variant':<14} {'noise':>5} | {'run again':>9} {'gate':>6} | "
+              f"{'fails 1/100':>11} {'10/100':>7} {'100/100':>7} | {'fixed':>6}")
+    print(header)
+    print("-" * len(header))
+    for variant, noise, _ in trade:
+        staged = two_stage(rng, series, noise, dict(VARIANTS)[variant])
+        print(f"{variant:<14} {noise:5.0%} | {staged.again:9.1%} {staged.gate:6.1%} | "
+              f"{staged.fails[1]:11.1%} {staged.fails[10]:7.1%} {staged.fails[100]:7.1%} | "
+              f"{staged.fixed:6.1%}")
     print(f"\n({time.perf_counter() - started:.0f} s; quiet series-comparisons per row: "
           f"{series * QUIET_NIGHTS}, in {series * QUIET_NIGHTS // PER_COMPARISON} "
           f"comparisons; steps per row: {series})")

@@ -11,6 +11,10 @@ link to the comparison page) and exits with:
   3  cannot compare: unknown repo, unknown, too short or ambiguous sha, or no series with
      results at both commits (the markdown says which): a gate that cannot judge never
      passes
+  4  run again (with --confirm): no series fails, but some would at the false discovery
+     rate --confirm names and the head has fewer than --runs runs: run the benchmarks at
+     the head commit again, upload them and run the gate again (the server judges the
+     head's runs together, so a real change is then confirmed and noise cleared)
 
 --fdr Q holds the series judged on their history's noise to the false discovery rate Q
 (0 < Q <= 0.25) instead of the server's setting (0.005 by default): higher finds an
@@ -33,7 +37,7 @@ FILTERS = ("benchmark", "model", "backend", "mode", "dtype", "device", "arch", "
 # The server's states (benchsite.regressions.detect.judge.STATES), in report order.
 STATES = ("regression", "improvement", "changed", "noisy", "insufficient_data", "new",
           "missing", "unchanged")
-PASS, FAIL, ERROR, CANNOT_COMPARE = 0, 1, 2, 3
+PASS, FAIL, ERROR, CANNOT_COMPARE, RUN_AGAIN = 0, 1, 2, 3, 4
 NO_COMMON = "no common results"
 MAX_ROWS = 30  # per table in the summary
 MAX_FDR = 0.25  # the server's largest false discovery rate (judge.MAX_FDR)
@@ -72,9 +76,12 @@ def fetch_comparison(server: str, repo: str, base: str, head: str,
         raise GateError(f"{url}: the answer is not JSON: {error}") from None
 
 
-def markdown(comparison: dict, server: str) -> str:
-    """The summary: verdict, counts, tables of regressions, improvements and the changes
-    within the noise, a link."""
+def markdown(comparison: dict, server: str, again: list[dict] | None = None,
+             confirm: float | None = None) -> str:
+    """The summary: verdict, counts, tables of regressions, improvements, the changes to
+    run again (`again`, at the rate `confirm`) and the other changes within the noise, a
+    link."""
+    again = again or []
     repo, base, head = comparison["repo"], comparison["base"], comparison["head"]
     counts = comparison["counts"]
     query = {"repo": repo}
@@ -105,7 +112,19 @@ def markdown(comparison: dict, server: str) -> str:
             if len(rows) > MAX_ROWS:
                 lines.append(f"… and {len(rows) - MAX_ROWS} more")
             lines.append("")
-    noisy = [row for row in comparison["rows"] if row["state"] == "noisy"]
+    if again:
+        lines += ["#### Run again", "",
+                  f"{len(again)} series would fail at a false discovery rate of {confirm:g} "
+                  "but not at the gate's. Run the benchmarks again at the head commit, upload "
+                  "the results and run the gate again: it judges the head's runs together, "
+                  "which confirms a real change or clears noise.", "",
+                  *_table(again[:MAX_ROWS // 3])]
+        if len(again) > MAX_ROWS // 3:
+            lines.append(f"… and {len(again) - MAX_ROWS // 3} more")
+        lines.append("")
+    listed = {id(row) for row in again}  # (rows of this comparison)
+    noisy = [row for row in comparison["rows"]
+             if row["state"] == "noisy" and id(row) not in listed]
     if noisy:
         lines += ["#### Within the noise", "",
                   f"{len(noisy)} series moved past their tolerance but not out of their noise. "
@@ -160,6 +179,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         f"{MAX_FDR:g}; default: the server's setting, 0.005 unless changed): "
                         "higher finds an isolated change more often and fails quiet "
                         "comparisons more often")
+    parser.add_argument("--confirm", type=_fdr, metavar="Q",
+                        help="exit 4 (run again) when no series fails but some would at this "
+                        "false discovery rate (above the gate's; e.g. 0.25) and the head has "
+                        "fewer than --runs runs")
+    parser.add_argument("--runs", type=_runs, default=3, metavar="N",
+                        help="runs of the head after which --confirm stops asking for another "
+                        "(default: 3)")
     for name in FILTERS:
         parser.add_argument(f"--{name}", help=f"only this {name} (exact)")
     parser.set_defaults(func=run)
@@ -171,6 +197,12 @@ def _states(text: str) -> set[str]:
     if unknown or not wanted:
         raise argparse.ArgumentTypeError(f"unknown state(s) {unknown}: use {', '.join(STATES)}")
     return wanted
+
+
+def _runs(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of runs, 1 or more")
+    return int(text)
 
 
 def _fdr(text: str) -> float:
@@ -196,9 +228,21 @@ def run(args: argparse.Namespace) -> int:
     except GateError as error:
         print(f"error: {error}", file=sys.stderr)
         return ERROR
-    print(markdown(comparison, args.server), end="")
+    confirm = getattr(args, "confirm", None)
+    failing = sum(comparison["counts"].get(state, 0) for state in args.fail_on)
+    again = [] if failing or confirm is None else run_again(comparison, args.fail_on, confirm,
+                                                            args.runs)
+    print(markdown(comparison, args.server, again, confirm), end="")
     if comparison["verdict"] == NO_COMMON:
         print("error: cannot compare: no series has results at both commits", file=sys.stderr)
         return CANNOT_COMPARE
-    failing = sum(comparison["counts"].get(state, 0) for state in args.fail_on)
-    return FAIL if failing else PASS
+    return FAIL if failing else RUN_AGAIN if again else PASS
+
+
+def run_again(comparison: dict, fail_on: set[str], confirm: float, runs: int) -> list[dict]:
+    """The rows the false discovery rate held back as noisy from a failing state that the
+    looser rate `confirm` would let through, while the head has fewer than `runs` runs."""
+    return [row for row in comparison["rows"]
+            if row["state"] == "noisy" and row.get("held") in fail_on
+            and row.get("adjusted_p") is not None and row["adjusted_p"] <= confirm
+            and row.get("head_runs", 1) < runs]

@@ -44,7 +44,13 @@ class RowSerializer(serializers.Serializer):
     p_value = serializers.FloatField(
         allow_null=True, help_text="the head against the level, in noise units")
     mw_p_value = serializers.FloatField(allow_null=True, help_text="Mann-Whitney U")
+    adjusted_p = serializers.FloatField(
+        allow_null=True, help_text="p_value adjusted over the comparison's series "
+        "(Benjamini-Hochberg): a state past the tolerance needs it at most `fdr`")
+    head_runs = serializers.IntegerField(help_text="runs the head's values come from")
     state = serializers.ChoiceField(STATES)
+    held = serializers.CharField(
+        help_text="for a noisy row: the state the false discovery rate held back, else ''")
     rule = serializers.CharField(help_text="which rule decided the state")
 
 

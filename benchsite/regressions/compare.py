@@ -83,7 +83,10 @@ class Row:
     history: int  # history points it was judged with
     p_value: float | None  # of the head against the level, in noise units
     mw_p_value: float | None  # Mann-Whitney U (two-sided), with 4+ repetitions a side
+    adjusted_p: float | None  # p_value adjusted over the comparison (Benjamini-Hochberg)
+    head_runs: int  # runs the head's repetitions come from
     state: str  # one of judge.STATES
+    held: str  # noisy: the state the false discovery rate held back ("" otherwise)
     rule: str  # which rule decided
 
 
@@ -243,7 +246,7 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
                          base, head, history.points))
     held = judge.control([verdict for _, verdict, *_ in verdicts], fdr)
     compared = [_row(item, directions[item.pk], tolerances[item.metric, item.benchmark],
-                     verdict, base, head, points)
+                     verdict, base, head, points, len(head_runs_of.get(item.pk, ())))
                 for (item, _, base, head, points), verdict in zip(verdicts, held, strict=True)]
     order = {state: position for position, state in enumerate(STATES)}
     compared.sort(key=lambda row: (order[row.state], -abs(row.change or 0), row.series_id))
@@ -291,7 +294,7 @@ class _Series(NamedTuple):
 
 
 def _row(series: _Series, direction: str | None, tolerance: float, verdict: Verdict,
-         base: list[float], head: list[float], points: int) -> Row:
+         base: list[float], head: list[float], points: int, head_runs: int) -> Row:
     base_value = median(base) if base else None
     head_value = median(head) if head else None
     change = None
@@ -301,5 +304,6 @@ def _row(series: _Series, direction: str | None, tolerance: float, verdict: Verd
                direction=direction, tolerance=tolerance, base=base_value, head=head_value,
                base_count=len(base), head_count=len(head), change=change,
                level=verdict.level, noise=verdict.noise, history=points,
-               p_value=verdict.p_value, mw_p_value=verdict.mw_p_value, state=verdict.state,
-               rule=verdict.rule)
+               p_value=verdict.p_value, mw_p_value=verdict.mw_p_value,
+               adjusted_p=verdict.adjusted, head_runs=head_runs, state=verdict.state,
+               held=verdict.held, rule=verdict.rule)

@@ -185,3 +185,42 @@ def test_the_page_judges_at_the_rate_its_url_names_and_resets_a_bad_one(isolated
     assert "is not a false discovery rate" in bad and "false discovery rate 0.50% over" in bad
     refused = client.get(url + "&fdr=0.5&format=json")
     assert refused.status_code == 400 and "fdr" in refused.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("again", ["moved", "back"])
+def test_the_gate_asks_for_another_run_and_judges_the_runs_together(live_server,
+                                                                    isolated_change, capsys,
+                                                                    again):
+    from benchsite.results.models import Result
+
+    base, head = isolated_change
+    stored = dict(Result.objects.filter(run__head_sha=head)
+                  .values_list("series__model", "value"))
+    level = float(np.median([r for r in Result.objects.filter(series__model="moved")
+                             .exclude(run__head_sha=head).values_list("value", flat=True)]))
+
+    def gate(*extra: str) -> tuple[int, str]:
+        code = main(["gate", "--server", live_server.url, "--repo", "pytorch/ao",
+                     "--base", base, "--head", head, "--confirm", "0.25", *extra])
+        captured = capsys.readouterr()
+        return code, captured.out + captured.err
+
+    code, out = gate()
+    assert code == 4, out  # noisy at the gate's 0.005, a regression at 0.25: run again
+    assert "#### Run again" in out and "| moved |" in out.split("#### Run again")[1]
+    assert "**Verdict: unchanged**" in out
+    assert gate("--runs", "1")[0] == 0  # one run is all this CI gives: judged as it stands
+    for job in (1, 2):  # CI runs the head twice more: the same change, or noise gone
+        moved = stored["moved"] if again == "moved" else level
+        upload(NIGHTS, [record(model, [moved if model == "moved" else value])
+                        for model, value in stored.items()], job=job)
+    code, out = gate()
+    if again == "moved":
+        assert code == 1 and "**Verdict: regression** — 1 regression" in out, out
+        assert "over 3 runs" in out
+    else:
+        assert code == 0 and "#### Run again" not in out, out
+    with pytest.raises(SystemExit) as usage:
+        gate("--runs", "0")
+    assert usage.value.code == 2 and "--runs" in capsys.readouterr().err

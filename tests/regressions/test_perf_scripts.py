@@ -106,6 +106,11 @@ def test_the_gate_measurement_separates_quiet_commits_from_steps():
     # Three runs of the head find a lone step far more often, at the same rate.
     again = gate_noise.rerun(rng, 200, 0.02, 1)
     assert again.recall[1] > figures.new_recall[1] + 0.15 and again.fa < figures.fixed_fa / 10
+    # The gate asking for another run when a looser rate would fail: a lone step fails the
+    # gate far more often, quiet comparisons still pass.
+    staged = gate_noise.two_stage(rng, 200, 0.02, 1)
+    assert staged.fails[1] > figures.new_recall[1] + 0.15 and staged.gate <= 0.1
+    assert staged.again < 0.5  # (a share of the quiet comparisons runs again)
 
 
 def test_the_gate_script_prints_every_noise_level_and_the_verdict():
@@ -113,6 +118,7 @@ def test_the_gate_script_prints_every_noise_level_and_the_verdict():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode in (0, 1), done.stderr
     for noise in ("1%", "2%", "5%"):
-        # Both variants: the figures, what the fixed rule's recall would cost, the head re-run.
-        assert sum(line.split()[2:3] == [noise] for line in done.stdout.splitlines()) == 6
+        # Both variants: the figures, what the fixed rule's recall would cost, the head run
+        # three times, and run again when the gate asks.
+        assert sum(line.split()[2:3] == [noise] for line in done.stdout.splitlines()) == 8
     assert ("holds" in done.stdout) == (done.returncode == 0)

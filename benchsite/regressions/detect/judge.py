@@ -69,6 +69,10 @@ class Verdict:
     noise: float | None = None  # relative noise of one point (history), None: unknown
     p_value: float | None = None  # of the head against the level, in noise units
     mw_p_value: float | None = None  # Mann-Whitney U over repetitions
+    # `control`: the p-value adjusted over the comparison's series (Benjamini-Hochberg), and
+    # for a change it held back as noisy, the state it would have had.
+    adjusted: float | None = None
+    held: str = ""
 
 
 @dataclass(frozen=True)
@@ -209,11 +213,12 @@ def control(verdicts: list[Verdict], fdr: float) -> list[Verdict]:
     adjusted = stats.false_discovery_control([verdicts[n].p_value for n in tested])
     held = list(verdicts)
     for number, q in zip(tested, adjusted, strict=True):
-        verdict = held[number]
+        verdict = replace(held[number], adjusted=float(q))
         if verdict.state in (REGRESSION, IMPROVEMENT, CHANGED) and q > fdr:
-            held[number] = replace(verdict, state=NOISY, rule=(
+            verdict = replace(verdict, state=NOISY, held=verdict.state, rule=(
                 f"{verdict.rule}: within the noise of {len(tested)} series compared "
                 f"(adjusted p={q:.2g}, needs {fdr:g})"))
+        held[number] = verdict
     return held
 
 
