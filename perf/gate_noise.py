@@ -322,6 +322,14 @@ def frontier(quiet: list[list[judge.Verdict]], steps: list[judge.Verdict], wante
     return Frontier(cutoff, fa, gate)
 
 
+def _section(title: str, header: str, rows) -> None:
+    print(f"\n{title}")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(row)
+
+
 def _rate(value: float) -> str:
     return f"{value:8.4%}"
 
@@ -396,43 +404,38 @@ def main() -> int:
             print(f"q {fdr:<5g} | {variant:<14} {noise:5.0%} | {_rate(held.fa)} "
                   f"{held.gate:6.1%} | {held.recall[1]:12.1%} {held.recall[10]:7.1%} "
                   f"{held.recall[100]:7.1%}")
-    print(f"\nWhat the fixed rule's recall on an isolated 10 % step costs: the same verdicts "
-          f"flagged at the per-series p-value cutoff (no false discovery rate) that finds "
-          f"the steps as often as the fixed rule; FA and gate on the quiet comparisons of "
-          f"{PER_COMPARISON} series, as above")
-    header = (f"{'variant':<14} {'noise':>5} | {'recall fixed':>12} {'cutoff p':>9} | "
-              f"{'FA':>8} {'gate':>6}")
-    print(header)
-    print("-" * len(header))
-    for variant, noise, f in trade:
-        edge = f.frontier
-        print(f"{variant:<14} {noise:5.0%} | {f.fixed_recall:12.1%} {edge.cutoff:9.2g} | "
-              f"{_rate(edge.fa)} {edge.gate:6.1%}")
-    print(f"\nRe-running the head: the head commit run {RERUNS} times (its runs judged "
-          f"together), at the default rate; fixed rule and one run as in the first table")
-    header = (f"{'variant':<14} {'noise':>5} | {'FA':>8} {'gate':>6} | {'recall 1/100':>12} "
-              f"{'10/100':>7} {'100/100':>7} | {'one run 1/100':>13}")
-    print(header)
-    print("-" * len(header))
-    for variant, noise, f in trade:
-        again = rerun(rng, series, noise, dict(VARIANTS)[variant])
-        print(f"{variant:<14} {noise:5.0%} | {_rate(again.fa)} {again.gate:6.1%} | "
-              f"{again.recall[1]:12.1%} {again.recall[10]:7.1%} {again.recall[100]:7.1%} | "
-              f"{f.new_recall[1]:13.1%}")
-    print(f"\nConfirming by running again: `gate --confirm {CONFIRM:g} --runs {RERUNS}` at the "
-          f"default rate, in a CI that runs the head again (to {RERUNS} runs) when the gate "
-          f"asks (exit 4): quiet comparisons of {PER_COMPARISON} series asked to run again and "
-          f"failing in the end; comparisons with a 10 % regression (a step up) in 1 / 10 / "
-          f"100 of their series failing in the end; the fixed rule's recall on the same steps")
-    header = (f"{'variant':<14} {'noise':>5} | {'run again':>9} {'gate':>6} | "
-              f"{'fails 1/100':>11} {'10/100':>7} {'100/100':>7} | {'fixed':>6}")
-    print(header)
-    print("-" * len(header))
-    for variant, noise, _ in trade:
-        staged = two_stage(rng, series, noise, dict(VARIANTS)[variant])
-        print(f"{variant:<14} {noise:5.0%} | {staged.again:9.1%} {staged.gate:6.1%} | "
-              f"{staged.fails[1]:11.1%} {staged.fails[10]:7.1%} {staged.fails[100]:7.1%} | "
-              f"{staged.fixed:6.1%}")
+    _section(
+        "What the fixed rule's recall on an isolated 10 % step costs: the same verdicts "
+        "flagged at the per-series p-value cutoff (no false discovery rate) that finds the "
+        f"steps as often as the fixed rule; FA and gate on the quiet comparisons of "
+        f"{PER_COMPARISON} series, as above",
+        f"{'variant':<14} {'noise':>5} | {'recall fixed':>12} {'cutoff p':>9} | {'FA':>8} "
+        f"{'gate':>6}",
+        (f"{variant:<14} {noise:5.0%} | {f.fixed_recall:12.1%} {f.frontier.cutoff:9.2g} | "
+         f"{_rate(f.frontier.fa)} {f.frontier.gate:6.1%}" for variant, noise, f in trade))
+    again = [rerun(rng, series, noise, dict(VARIANTS)[variant]) for variant, noise, _ in trade]
+    _section(
+        f"Re-running the head: the head commit run {RERUNS} times (its runs judged "
+        "together), at the default rate; fixed rule and one run as in the first table",
+        f"{'variant':<14} {'noise':>5} | {'FA':>8} {'gate':>6} | {'recall 1/100':>12} "
+        f"{'10/100':>7} {'100/100':>7} | {'one run 1/100':>13}",
+        (f"{variant:<14} {noise:5.0%} | {_rate(held.fa)} {held.gate:6.1%} | "
+         f"{held.recall[1]:12.1%} {held.recall[10]:7.1%} {held.recall[100]:7.1%} | "
+         f"{f.new_recall[1]:13.1%}" for (variant, noise, f), held in zip(trade, again,
+                                                                         strict=True)))
+    staged = [two_stage(rng, series, noise, dict(VARIANTS)[variant])
+              for variant, noise, _ in trade]
+    _section(
+        f"Confirming by running again: `gate --confirm {CONFIRM:g} --runs {RERUNS}` at the "
+        f"default rate, in a CI that runs the head again (to {RERUNS} runs) when the gate "
+        f"asks (exit 4): quiet comparisons of {PER_COMPARISON} series asked to run again and "
+        "failing in the end; comparisons with a 10 % regression (a step up) in 1 / 10 / 100 "
+        "of their series failing in the end; the fixed rule's recall on the same steps",
+        f"{'variant':<14} {'noise':>5} | {'run again':>9} {'gate':>6} | {'fails 1/100':>11} "
+        f"{'10/100':>7} {'100/100':>7} | {'fixed':>6}",
+        (f"{variant:<14} {noise:5.0%} | {two.again:9.1%} {two.gate:6.1%} | "
+         f"{two.fails[1]:11.1%} {two.fails[10]:7.1%} {two.fails[100]:7.1%} | {two.fixed:6.1%}"
+         for (variant, noise, _), two in zip(trade, staged, strict=True)))
     print(f"\n({time.perf_counter() - started:.0f} s; quiet series-comparisons per row: "
           f"{series * QUIET_NIGHTS}, in {series * QUIET_NIGHTS // PER_COMPARISON} "
           f"comparisons; steps per row: {series})")
