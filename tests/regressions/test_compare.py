@@ -257,3 +257,18 @@ def test_a_stored_baseline_is_what_the_comparison_reads():
     row = compare_commits("pytorch/ao", sha(10), sha(11)).rows[0]
     assert row.level == pytest.approx(2.0, rel=0.05)  # the base moved off that level
     assert "moved at or before the base" in row.rule
+
+
+def test_a_base_within_one_runs_noise_is_not_taken_for_a_move_of_the_series():
+    # The base is one run, 2.2 noise units off the level on the head's side; the head is
+    # three runs 8 % up. The base is within its own noise (3 units), so the head is judged
+    # from the level, not from the base (three runs' smaller noise is the head's, not its).
+    history = judge.Baseline(level=1.0, noise=0.02, freedom=50.0, points=60, since=60)
+    rules = judge.Rules(tolerance=0.05)
+    base = [float(np.exp(2.2 * 0.02))]
+    verdict = judge.judge(base, [1.08] * 3, history, "lower", rules, head_runs=3)
+    assert verdict.state == "regression" and "moved" not in verdict.rule, verdict.rule
+    assert "over 3 runs" in verdict.rule
+    moved = judge.judge([float(np.exp(3.5 * 0.02))], [1.08] * 3, history, "lower", rules,
+                        head_runs=3)
+    assert "moved at or before the base" in moved.rule

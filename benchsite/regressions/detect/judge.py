@@ -146,9 +146,11 @@ def judge(base: Sequence[float], head: Sequence[float], history: Baseline,
     # The level is a median of points since the latest change (the base alone, if none):
     # its own error adds to the head's.
     runs = max(1, head_runs)
-    spread = noise * math.sqrt(1 / runs + (math.pi / (2 * since) if since > 1 else 1))
+    level_error = math.pi / (2 * since) if since > 1 else 1
+    spread = noise * math.sqrt(1 / runs + level_error)
     moved = ""
-    if (abs(math.log(base_value / level)) > MOVED_Z * spread
+    # (The base is one run: its distance from the level is in one run's noise units.)
+    if (abs(math.log(base_value / level)) > MOVED_Z * noise * math.sqrt(1 + level_error)
             and (base_value > level) == (head_value > level)):
         # The base is already off the level, the head on the same side: the series moved
         # at or before the base (a change not recorded yet), so the base is the level.
