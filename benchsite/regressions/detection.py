@@ -278,7 +278,8 @@ def _agreeing(new: list[tuple[Regression, History]], series: dict[int, Series], 
         commits[repo] = max(commits[repo], len(history))
     for repo, count in (Regression.objects.filter(series__repo__in=list(records),
                                                   branch=branch, first_bad_at__gte=oldest)
-                        .values_list("series__repo").annotate(count=Count("id"))):
+                        .order_by().values_list("series__repo")
+                        .annotate(count=Count("id"))):
         records[repo] += count
     # isf: the largest count whose excess has a chance of at most COINCIDENCE.
     return {repo: max(2, int(stats.poisson.isf(COINCIDENCE, count / commits[repo])) + 1)
