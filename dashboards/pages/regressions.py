@@ -285,6 +285,11 @@ def build_detail(state: State, pk: int) -> Page:
               "end": (regression.first_bad_at + TREND_AFTER).date().isoformat()}
     links["trends"] = [{"benchmark": series.benchmark,
                         "url": page_url("dashboards:trends", **trends)}]
+    # Runs the change may be at (more than one where noise leaves its place open).
+    in_range = (Result.objects.filter(series=series, run__head_branch=regression.branch,
+                                      timestamp__gt=regression.last_good_at,
+                                      timestamp__lte=regression.first_bad_at).count()
+                if regression.last_good_at else 0)
     links["explorer"] = page_url("dashboards:explorer", repo=series.repo,
                                  benchmark=series.benchmark, model=series.model,
                                  metric=series.metric, arch=series.arch,
@@ -303,7 +308,7 @@ def build_detail(state: State, pk: int) -> Page:
         context={"regression": regression, "series": series, "events": events,
                  "hud_status": _hud_status(regression), "evidence": _evidence(regression),
                  "change": change_text(regression), "group": group, "siblings": siblings,
-                 "more_siblings": more, "links": links,
+                 "more_siblings": more, "links": links, "in_range": in_range,
                  "form": TriageForm(initial={"state": regression.state}),
                  "can_triage": state.request.user.has_perm(TRIAGE_PERMISSION)},
     )

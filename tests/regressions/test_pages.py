@@ -168,3 +168,20 @@ def test_silent_devices_are_listed(client, found):
                                 usual_gap=timedelta(days=1), runs_seen=9)
     html = client.get("/regressions/").content.decode()
     assert "device NVIDIA A100" in html
+
+
+def test_a_regression_page_says_when_noise_leaves_the_place_open(client, monkeypatch):
+    from benchsite.regressions import detection
+    from benchsite.regressions.detect import Detection
+
+    store_history({"ranged": levels(40)})
+    monkeypatch.setattr(detection.changepoint, "detect_many", lambda series, *args: [
+        [Detection(index=33, earliest=31, detected_at=39, before=2.0, after=2.4,
+                   confidence=1e-9)] for _ in series])
+    [raised] = detect_series([Result.objects.first().series_id], "main")
+    assert (raised.last_good_sha, raised.first_bad_sha) == (sha(30), sha(33))
+    page = client.get(f"/regressions/{raised.pk}/").content.decode()
+    assert "the change is at one of the 3 runs after the last good one" in page
+    single = Regression.objects.filter(pk=raised.pk)
+    single.update(last_good_sha=sha(32), last_good_at=raised.first_bad_at - timedelta(days=1))
+    assert "one of the" not in client.get(f"/regressions/{raised.pk}/").content.decode()
