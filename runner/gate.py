@@ -106,36 +106,30 @@ def markdown(comparison: dict, server: str, again: list[dict] | None = None,
         lines += ["**Cannot compare:** no series has results at both commits.", ""]
     for state, title in (("regression", "Regressions"), ("improvement", "Improvements"),
                          ("changed", "Changes (direction unknown)")):
-        rows = [row for row in comparison["rows"] if row["state"] == state]
-        if rows:
-            lines += [f"#### {title}", "", *_table(rows[:MAX_ROWS])]
-            if len(rows) > MAX_ROWS:
-                lines.append(f"… and {len(rows) - MAX_ROWS} more")
-            lines.append("")
-    if again:
-        lines += ["#### Run again", "",
-                  f"{len(again)} series would fail at a false discovery rate of {confirm:g} "
-                  "but not at the gate's. Run the benchmarks again at the head commit, upload "
-                  "the results and run the gate again: it judges the head's runs together, "
-                  "which confirms a real change or clears noise.", "",
-                  *_table(again[:MAX_ROWS // 3])]
-        if len(again) > MAX_ROWS // 3:
-            lines.append(f"… and {len(again) - MAX_ROWS // 3} more")
-        lines.append("")
+        lines += _section(title, [row for row in comparison["rows"] if row["state"] == state])
+    lines += _section("Run again", again, MAX_ROWS // 3, (
+        f"{len(again)} series would fail at a false discovery rate of {confirm:g} but not at "
+        "the gate's. Run the benchmarks again at the head commit, upload the results and run "
+        "the gate again: it judges the head's runs together, which confirms a real change or "
+        "clears noise.") if again else "")
     listed = {id(row) for row in again}  # (rows of this comparison)
     noisy = [row for row in comparison["rows"]
              if row["state"] == "noisy" and id(row) not in listed]
-    if noisy:
-        lines += ["#### Within the noise", "",
-                  f"{len(noisy)} series moved past their tolerance but not out of their noise. "
-                  "Running the benchmarks again at the head commit and uploading the results "
-                  "judges its runs together, which confirms a real change or clears noise.",
-                  "", *_table(noisy[:MAX_ROWS // 3])]
-        if len(noisy) > MAX_ROWS // 3:
-            lines.append(f"… and {len(noisy) - MAX_ROWS // 3} more")
-        lines.append("")
+    lines += _section("Within the noise", noisy, MAX_ROWS // 3, (
+        f"{len(noisy)} series moved past their tolerance but not out of their noise. Running "
+        "the benchmarks again at the head commit and uploading the results judges its runs "
+        "together, which confirms a real change or clears noise."))
     lines.append(f"[Full comparison]({page})")
     return "\n".join(lines) + "\n"
+
+
+def _section(title: str, rows: list[dict], limit: int = MAX_ROWS, intro: str = "") -> list[str]:
+    """A titled table of the first `limit` rows (nothing without rows)."""
+    if not rows:
+        return []
+    more = [f"… and {len(rows) - limit} more"] if len(rows) > limit else []
+    return [f"#### {title}", "", *([intro, ""] if intro else []), *_table(rows[:limit]),
+            *more, ""]
 
 
 def _table(rows: list[dict]) -> list[str]:

@@ -232,7 +232,7 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
     histories = _baselines(list(series), base_runs, head_runs, branches, settings)
     directions = MetricDirection.resolve(list(series.values()), units)
     tolerances: dict[tuple[str, str], float] = {}
-    verdicts: list[tuple[_Series, Verdict, list[float], list[float], int]] = []
+    verdicts: list[tuple[_Series, Verdict, list[float], list[float], int, int]] = []
     for pk, item in series.items():
         key = (item.metric, item.benchmark)
         if key not in tolerances:
@@ -241,13 +241,15 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
                       alpha=settings.compare_significance)
         base, head = samples.get((pk, base_sha), []), samples.get((pk, head_sha), [])
         history = histories.get(pk, judge.NO_HISTORY)
+        runs = len(head_runs_of.get(pk, ()))
         verdicts.append((item, judge.judge(base, head, history, directions[pk], rules,
-                                           pk in unstable, len(head_runs_of.get(pk, ()))),
-                         base, head, history.points))
+                                           pk in unstable, runs),
+                         base, head, history.points, runs))
     held = judge.control([verdict for _, verdict, *_ in verdicts], fdr)
     compared = [_row(item, directions[item.pk], tolerances[item.metric, item.benchmark],
-                     verdict, base, head, points, len(head_runs_of.get(item.pk, ())))
-                for (item, _, base, head, points), verdict in zip(verdicts, held, strict=True)]
+                     verdict, base, head, points, runs)
+                for (item, _, base, head, points, runs), verdict in zip(verdicts, held,
+                                                                         strict=True)]
     order = {state: position for position, state in enumerate(STATES)}
     compared.sort(key=lambda row: (order[row.state], -abs(row.change or 0), row.series_id))
     return Comparison(repo, base_sha, head_sha, branches, compared, fdr)

@@ -245,9 +245,11 @@ def _aligned(new: list[tuple[Regression, History]], series: dict[int, Series],
         votes[series[record.series_id].repo, shas.get(record.first_bad_run_id, "")] += 1
     repos = {series[record.series_id].repo for record, _ in new}
     oldest = min(history.timestamps[0] for _, history in new)
-    for group in AlertGroup.objects.filter(repo__in=repos, branch=branch,
-                                           first_bad_at__gte=oldest):
-        votes[group.repo, group.first_bad_sha] += group.members.count() or 1
+    for repo, sha, members in (AlertGroup.objects
+                               .filter(repo__in=repos, branch=branch, first_bad_at__gte=oldest)
+                               .annotate(count=Count("members"))
+                               .values_list("repo", "first_bad_sha", "count")):
+        votes[repo, sha] += members or 1  # (one query, not one a group)
     agreeing = _agreeing(new, series, branch, oldest)
     for record, history in new:
         repo = series[record.series_id].repo

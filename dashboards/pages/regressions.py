@@ -285,16 +285,16 @@ def build_detail(state: State, pk: int) -> Page:
               "end": (regression.first_bad_at + TREND_AFTER).date().isoformat()}
     links["trends"] = [{"benchmark": series.benchmark,
                         "url": page_url("dashboards:trends", **trends)}]
-    # Runs the change may be at (more than one where noise leaves its place open).
-    in_range = (Result.objects.filter(series=series, run__head_branch=regression.branch,
-                                      timestamp__gt=regression.last_good_at,
-                                      timestamp__lte=regression.first_bad_at).count()
-                if regression.last_good_at else 0)
     links["explorer"] = page_url("dashboards:explorer", repo=series.repo,
                                  benchmark=series.benchmark, model=series.model,
                                  metric=series.metric, arch=series.arch,
                                  branch=regression.branch, start=trends["start"],
                                  end=trends["end"])
+    # Runs the change may be at (more than one where noise leaves its place open).
+    in_range = (Result.objects.filter(series=series, run__head_branch=regression.branch,
+                                      timestamp__gt=regression.last_good_at,
+                                      timestamp__lte=regression.first_bad_at).count()
+                if regression.last_good_at else 0)
     siblings_table = Table("siblings", ["id", "url", "kind", "benchmark", "model", "metric",
                                         "device", "magnitude", "state"], [
         [s["regression"].pk, state.request.build_absolute_uri(
