@@ -81,7 +81,9 @@ class Compare(APIView):
         f"discovery rate (0 < fdr <= {MAX_FDR:g}) instead of the detection settings' "
         "`compare_fdr`: higher finds an isolated change more often, and fails quiet "
         "comparisons of many series more often. CI's gate (`python -m runner gate`) fails a "
-        "pull request on `regression`.",
+        "pull request on `regression`, and asks for another run of the head where a "
+        "regression held back as `noisy` has an `adjusted_p` within its looser --confirm "
+        "rate (`head_runs` counts the runs judged together).",
         parameters=[OpenApiParameter(name, OpenApiTypes.STR, required=True)
                     for name in REQUIRED]
         + [OpenApiParameter(name, OpenApiTypes.STR, description="exact match")

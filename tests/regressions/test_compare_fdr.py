@@ -137,7 +137,7 @@ def test_the_gate_passes_its_rate_and_says_which(live_server, isolated_change, c
         captured = capsys.readouterr()
         return code, captured.out + captured.err
 
-    code, out = gate()
+    code, out = gate("--runs", "1")  # one run, judged as it stands
     assert code == 0 and "**Verdict: unchanged**" in out
     assert "false discovery rate 0.005 over the series compared" in out
     code, out = gate("--fdr", "0.25")
@@ -150,6 +150,10 @@ def test_the_gate_passes_its_rate_and_says_which(live_server, isolated_change, c
         assert usage.value.code == 2
         err = capsys.readouterr().err
         assert "--fdr" in err and "at most 0.25" in err, err
+    for bad in ("0", "1.5", "x"):  # --confirm is a screen: up to 1
+        with pytest.raises(SystemExit) as usage:
+            gate("--confirm", bad)
+        assert usage.value.code == 2 and "at most 1" in capsys.readouterr().err
 
 
 def test_the_gate_knows_the_servers_bounds():
@@ -202,15 +206,16 @@ def test_the_gate_asks_for_another_run_and_judges_the_runs_together(live_server,
 
     def gate(*extra: str) -> tuple[int, str]:
         code = main(["gate", "--server", live_server.url, "--repo", "pytorch/ao",
-                     "--base", base, "--head", head, "--confirm", "0.25", *extra])
+                     "--base", base, "--head", head, *extra])
         captured = capsys.readouterr()
         return code, captured.out + captured.err
 
     code, out = gate()
-    assert code == 4, out  # noisy at the gate's 0.005, a regression at 0.25: run again
+    assert code == 4, out  # noisy at the gate's 0.005, a regression at 0.4: run again
     assert "#### Run again" in out and "| moved |" in out.split("#### Run again")[1]
     assert "**Verdict: unchanged**" in out
     assert gate("--runs", "1")[0] == 0  # one run is all this CI gives: judged as it stands
+    assert gate("--confirm", "0.001")[0] == 0  # a stricter rate would not fail it: no ask
     for job in (1, 2):  # CI runs the head twice more: the same change, or noise gone
         moved = stored["moved"] if again == "moved" else level
         upload(NIGHTS, [record(model, [moved if model == "moved" else value])
