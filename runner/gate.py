@@ -46,8 +46,9 @@ NO_COMMON = "no common results"
 MAX_ROWS = 30  # per table in the summary
 MAX_FDR = 0.25  # the server's largest false discovery rate (judge.MAX_FDR)
 # A held-back regression whose adjusted p is at most this asks for another run of the head
-# (exit 4): about a fifth of quiet comparisons run again (a lone 10 % step at 2 % noise has
-# p <= 0.004 out of 100 series 96 % of the time; perf/gate_noise.py).
+# (exit 4). At 2 % noise, out of 100 series, a lone 10 % step is that far out of the noise
+# (p <= 0.004) 96 % of the time, and a quarter of quiet comparisons run again
+# (perf/gate_noise.py).
 CONFIRM = 0.4
 RUNS = 3  # runs of the head after which the gate no longer asks for another
 TIMEOUT_S = 120

@@ -55,9 +55,13 @@ class Params:
     min_before: int = 6  # points the baseline needs
     min_after: int = 3  # points at the new level before a change is raised
     max_after: int = 30  # the longest after window tested
-    noise_window: int = 60  # points whose differences give the noise
+    # Points whose differences give the noise. A MAD is worth 0.37 of a standard deviation,
+    # so 120 points give ~44 degrees of freedom (60 gave ~22): the test's critical value
+    # drops enough for 5 % steps at 5 % noise to be found twice as often, with `alpha`
+    # halved to keep false alarms near where they were (perf/detectors.py).
+    noise_window: int = 120
     min_magnitude: float = 0.04  # relative change below which nothing is raised
-    alpha: float = 1e-5  # two-sided significance level
+    alpha: float = 5e-6  # two-sided significance level
     clip: float = 2.5  # winsorising limit, in noise units
 
     def __post_init__(self) -> None:
