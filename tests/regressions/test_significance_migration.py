@@ -2,19 +2,12 @@
 (chosen with the longer noise window); a level an admin chose is kept."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from benchsite.regressions.detect import changepoint
+from tests.migrating import migrate, migrate_to_latest
 
 BEFORE = [("regressions", "0008_compare_fdr")]
 AFTER = [("regressions", "0009_changepoint_significance")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)
@@ -29,4 +22,4 @@ def test_the_old_default_level_moves_and_a_chosen_one_stays(stored, expected):
         back = migrate(BEFORE).get_model("regressions", "DetectionSettings").objects.get(pk=1)
         assert back.significance == stored
     finally:
-        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate_to_latest()

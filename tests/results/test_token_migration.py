@@ -1,17 +1,11 @@
 """Tokens made before scopes existed keep `upload` only."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migrating import migrate, migrate_to_latest
 
 BEFORE = [("results", "0002_summaries")]
 AFTER = [("results", "0003_series_baseline")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)
@@ -22,4 +16,4 @@ def test_existing_tokens_keep_upload_only():
         token = migrate(AFTER).get_model("results", "UploadToken").objects.get(name="old ci")
         assert (token.scopes, token.queues) == (["upload"], [])
     finally:
-        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate_to_latest()
