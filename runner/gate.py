@@ -147,11 +147,17 @@ def _table(rows: list[dict]) -> list[str]:
              "|---|---|---|---|---:|---:|---:|---|"]
     for row in rows:
         change = "" if row["change"] is None else f"{row['change'] * 100:+.1f} %"
-        cells = [_text(row["benchmark"]), _text(row["model"]), _text(row["metric"]),
+        cells = [_text(row["benchmark"]), _model(row), _text(row["metric"]),
                  _text(row["arch"] or row["device"]), f"{row['base']:.4g}",
                  f"{row['head']:.4g}", change, _text(row["rule"])]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _model(row: dict) -> str:
+    """The model with what else tells its series apart (backend, mode, dtype)."""
+    details = ", ".join(row[name] for name in ("backend", "mode", "dtype") if row.get(name))
+    return _text(row["model"] + (f" ({details})" if details else ""))
 
 
 def _text(value: str) -> str:

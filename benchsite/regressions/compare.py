@@ -6,7 +6,9 @@ prefix of a stored sha is enough), reads the results of both with one query (joi
 their series) and the default-branch history of those series up to the base commit with
 another. A series' value at a commit is the median of all repetitions of all its results
 there, and the head's runs count as that many measurements of it (`judge.judge`'s
-`head_runs`: re-running a head commit narrows its value). Raises `CannotCompare` for an
+`head_runs`: re-running a head commit narrows its value). A pass/fail series (a model's
+accuracy check: string results) is judged by its outcomes (`judge.outcome`), shown as 1
+for a pass and 0 for a failure. Raises `CannotCompare` for an
 unknown repo, an unknown or ambiguous commit. The series judged on their history's noise
 are held to a false discovery rate: `fdr` where given (a request's `?fdr=`), else
 `DetectionSettings.compare_fdr`.
@@ -41,7 +43,10 @@ from benchsite.regressions.models import (
     DetectionSettings,
     MetricDirection,
 )
+from benchsite.regressions.outcomes import passes, text
 from benchsite.results.models import Result, Run
+from runner.contract.directions import HIGHER
+from runner.contract.status import STATUS_METRIC
 
 FILTERS = ("benchmark", "model", "backend", "mode", "dtype", "device", "arch", "metric")
 NO_COMMON = "no common results"
@@ -196,22 +201,31 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
         raise ValueError(f"unknown filter(s) {unknown}: use {list(FILTERS)}")
     branches = settings.branches_for(repo)
     series_fields = [f"series__{name}" for name in FILTERS]
+    # Numeric results, and the string results of pass/fail series (accuracy), in one query.
     rows = (Result.objects
-            .filter(run__repo=repo, run__head_sha__in=[base_sha, head_sha], value__isnull=False,
+            .filter(run__repo=repo, run__head_sha__in=[base_sha, head_sha],
                     **{f"series__{name}": value for name, value in filters.items() if value})
+            .exclude(value__isnull=True, string_values__isnull=True)
             .annotate(unit=KeyTextTransform("unit", "extra_info"),
                       unstable=KeyTextTransform("unstable", "extra_info"))
-            .values_list("series_id", "run__head_sha", "run_id", "value", "values", "unit",
-                         "unstable", *series_fields))
+            .values_list("series_id", "run__head_sha", "run_id", "value", "values",
+                         "string_values", "unit", "unstable", *series_fields))
     samples: dict[tuple[int, str], list[float]] = {}
+    outcomes: dict[tuple[int, str], list[tuple[str, bool | None]]] = {}
     series: dict[int, _Series] = {}
     units: dict[int, str] = {}
     unstable: set[int] = set()
     run_shas: dict[int, str] = {}
     head_runs_of: dict[int, set[int]] = {}  # the head's runs of each series
-    for series_id, sha, run_id, value, values, unit, shaky, *fields in rows:
-        finite = [v for v in (values or [value]) if math.isfinite(v)]
-        samples.setdefault((series_id, sha), []).extend(finite)
+    for series_id, sha, run_id, value, values, strings, unit, shaky, *fields in rows:
+        if value is None:  # a string result: only pass/fail series are compared
+            if fields[-1] == STATUS_METRIC:  # (a cell's status: its metrics say the rest)
+                continue
+            outcomes.setdefault((series_id, sha), []).append((text(strings), passes(strings)))
+            finite = [1.0]
+        else:
+            finite = [v for v in (values or [value]) if math.isfinite(v)]
+            samples.setdefault((series_id, sha), []).extend(finite)
         if sha == head_sha and finite:
             head_runs_of.setdefault(series_id, set()).add(run_id)
         if shaky in (True, "true", "True"):
@@ -229,7 +243,9 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
             head_runs[run_id] = at
         if run_shas[run_id] == base_sha:
             base_runs[run_id] = (at, branch)
-    histories = _baselines(list(series), base_runs, head_runs, branches, settings)
+    pass_fail = {pk for pk, _ in outcomes}
+    histories = _baselines([pk for pk in series if pk not in pass_fail], base_runs, head_runs,
+                           branches, settings)
     directions = MetricDirection.resolve(list(series.values()), units)
     tolerances: dict[tuple[str, str], float] = {}
     verdicts: list[tuple[_Series, Verdict, list[float], list[float], int, int]] = []
@@ -239,9 +255,15 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
             tolerances[key] = settings.tolerance(*key)
         rules = Rules(tolerance=tolerances[key], min_history=settings.min_history,
                       alpha=settings.compare_significance)
+        runs = len(head_runs_of.get(pk, ()))
+        if pk in pass_fail:
+            was, now = outcomes.get((pk, base_sha), []), outcomes.get((pk, head_sha), [])
+            directions[pk] = HIGHER
+            verdicts.append((item, judge.outcome(was, now), _passed(was), _passed(now), 0,
+                             runs))
+            continue
         base, head = samples.get((pk, base_sha), []), samples.get((pk, head_sha), [])
         history = histories.get(pk, judge.NO_HISTORY)
-        runs = len(head_runs_of.get(pk, ()))
         verdicts.append((item, judge.judge(base, head, history, directions[pk], rules,
                                            pk in unstable, runs),
                          base, head, history.points, runs))
@@ -253,6 +275,13 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
     order = {state: position for position, state in enumerate(STATES)}
     compared.sort(key=lambda row: (order[row.state], -abs(row.change or 0), row.series_id))
     return Comparison(repo, base_sha, head_sha, branches, compared, fdr)
+
+
+def _passed(results: list[tuple[str, bool | None]]) -> list[float]:
+    """A pass/fail side as a row shows it: 1 where every judged result passes, else 0 (as
+    many values as results judged)."""
+    judged = [passed for _, passed in results if passed is not None]
+    return [float(all(judged))] * len(judged)
 
 
 def _baselines(series_ids: list[int], base_runs: dict[int, tuple[datetime, str]],

@@ -53,10 +53,10 @@ from benchsite.regressions.models import (
     Regression,
     RegressionEvent,
 )
-from benchsite.results.ingest.summaries import PASS_VALUES
+from benchsite.regressions.outcomes import passes
 from benchsite.results.models import Result, Run, Series
 from runner.contract.directions import HIGHER
-from runner.contract.status import SKIPPED, STATUS_METRIC
+from runner.contract.status import STATUS_METRIC
 
 # How many points apart two detections of one change may be placed.
 CHANGEPOINT_TOLERANCE = 3
@@ -67,8 +67,6 @@ COINCIDENCE = 0.01
 UPDATED_FIELDS = ["kind", "baseline", "value", "magnitude", "confidence", "evidence",
                   "updated_at"]
 NUMERIC = (Detector.CHANGEPOINT, Detector.HUD_POLICY)
-# String results that are neither a pass nor a failure.
-NOT_JUDGED = (SKIPPED, "")
 ACCURACY_POINTS = 60  # string results of a series looked at for a pass -> failure
 
 
@@ -402,8 +400,8 @@ def accuracy_changes(series_ids: Iterable[int], branch: str) -> list[Regression]
     found = []
     for pk, points in latest.items():
         points.reverse()
-        judged = [(at, run, _passes(values)) for _, at, run, values in points
-                  if _passes(values) is not None]
+        judged = [(at, run, passes(values)) for _, at, run, values in points
+                  if passes(values) is not None]
         for (good_at, good_run, was), (bad_at, bad_run, now) in zip(judged, judged[1:],
                                                                     strict=False):
             if was and not now:
@@ -414,14 +412,6 @@ def accuracy_changes(series_ids: Iterable[int], branch: str) -> list[Regression]
                     first_bad_run_id=bad_run, first_bad_at=bad_at,
                     last_good_run_id=good_run, last_good_at=good_at))
     return _new_only(found, branch)
-
-
-def _passes(values) -> bool | None:
-    """True for a pass, False for a failure, None for neither (skipped, empty)."""
-    value = str(values[0]) if isinstance(values, list) and values else str(values or "")
-    if value in NOT_JUDGED:
-        return None
-    return value in PASS_VALUES
 
 
 def missing_metrics(run: Run) -> list[Regression]:

@@ -272,3 +272,54 @@ def test_a_base_within_one_runs_noise_is_not_taken_for_a_move_of_the_series():
     moved = judge.judge([float(np.exp(3.5 * 0.02))], [1.08] * 3, history, "lower", rules,
                         head_runs=3)
     assert "moved at or before the base" in moved.rule
+
+
+def test_a_value_going_to_or_from_0_is_a_change_whatever_the_noise():
+    # The HUD records a model that fails as speedup 0: with 60 points of history that is a
+    # regression, not "insufficient data".
+    history = judge.Baseline(level=1.1, noise=0.02, freedom=50.0, points=60, since=60)
+    rules = judge.Rules(tolerance=0.05)
+    failed = judge.judge([1.1], [0.0], history, "higher", rules, unstable=True)
+    assert failed.state == "regression" and "to 0 (a failed run reports 0)" in failed.rule
+    assert failed.p_value is None  # certain: not among the series the FDR weighs
+    assert judge.judge([0.0], [1.1], history, "higher", rules).state == "improvement"
+    assert judge.judge([0.0], [0.0], history, "higher", rules).state == "unchanged"
+    # Where lower is better (graph breaks, say), reaching 0 is the better way.
+    assert judge.judge([2.0], [0.0], history, "lower", rules).state == "improvement"
+
+
+def test_pass_fail_outcomes_are_judged_by_what_they_say():
+    def side(*texts):
+        return [(text, {"pass": True, "fail_accuracy": False}.get(text)) for text in texts]
+
+    broke = judge.outcome(side("pass"), side("fail_accuracy"))
+    assert (broke.state, broke.rule) == ("regression",
+                                         "pass -> fail_accuracy: a pass became a failure")
+    assert judge.outcome(side("fail_accuracy"), side("pass")).state == "improvement"
+    assert judge.outcome(side("pass"), side("pass", "fail_accuracy")).state == "regression"
+    assert judge.outcome(side("fail_accuracy"), side("fail_accuracy")).state == "unchanged"
+    assert "neither a pass nor a failure at the head" in judge.outcome(
+        side("pass"), side("skipped")).rule
+    assert judge.outcome([], side("pass")).state == "new"
+    assert judge.outcome(side("pass"), []).state == "missing"
+
+
+def test_a_model_that_starts_failing_accuracy_is_a_regression_of_the_comparison():
+    def runs(failing: bool) -> list[dict]:
+        speedup = record("timm", [0.0 if failing else 1.5], SPEEDUP)
+        accuracy = {**record("timm", []), "metric": {
+            "name": "accuracy", "benchmark_values": [],
+            "extra_info": {"benchmark_values": ["fail_accuracy" if failing else "pass"]}}}
+        return [speedup, accuracy, record("other", [1.0])]
+
+    for night in range(12):
+        upload(night, runs(failing=night >= 10))
+    broke = compare_commits("pytorch/ao", sha(9), sha(10))
+    assert broke.verdict == "regression"
+    regressed = {row.metric: (row.base, row.head, row.rule) for row in broke.rows
+                 if row.state == "regression"}
+    assert regressed == {
+        SPEEDUP[0]: (1.5, 0.0, "1.5 -> 0: to 0 (a failed run reports 0)"),
+        "accuracy": (1.0, 0.0, "pass -> fail_accuracy: a pass became a failure")}
+    still = compare_commits("pytorch/ao", sha(10), sha(11))  # failing at both: not this PR's
+    assert still.verdict == "unchanged", [(r.metric, r.state, r.rule) for r in still.rows]

@@ -143,7 +143,7 @@ def test_the_gate_passes_its_rate_and_says_which(live_server, isolated_change, c
     code, out = gate("--fdr", "0.25")
     assert code == 1 and "**Verdict: regression** — 1 regression" in out
     assert "false discovery rate 0.25 over the series compared" in out
-    assert "| moved |" in out
+    assert "| moved (inference, int8dq) |" in out
     for bad in ("0", "0.5", "x"):
         with pytest.raises(SystemExit) as usage:
             gate("--fdr", bad)
@@ -212,7 +212,8 @@ def test_the_gate_asks_for_another_run_and_judges_the_runs_together(live_server,
 
     code, out = gate()
     assert code == 4, out  # noisy at the gate's 0.005, a regression at 0.4: run again
-    assert "#### Run again" in out and "| moved |" in out.split("#### Run again")[1]
+    assert "#### Run again" in out
+    assert "| moved (inference, int8dq) |" in out.split("#### Run again")[1]
     assert "**Verdict: unchanged**" in out
     assert gate("--runs", "1")[0] == 0  # one run is all this CI gives: judged as it stands
     assert gate("--confirm", "0.001")[0] == 0  # a stricter rate would not fail it: no ask

@@ -19,8 +19,10 @@ A series changed between a base and a head commit when all of these hold:
 - neither commit's measurement was marked unstable by the runner.
 
 Without enough history, 4+ repetitions on both sides decide alone (Mann-Whitney); with
-neither, a change past the tolerance is "insufficient data". Each verdict says which rule
-decided.
+neither, a change past the tolerance is "insufficient data". A value going to or from 0 (a
+failed run, as the HUD records one) is a change whatever the noise, and a pass/fail series
+(accuracy) changes when a pass becomes a failure or back (`outcome`). Each verdict says
+which rule decided.
 """
 
 from __future__ import annotations
@@ -137,6 +139,12 @@ def judge(base: Sequence[float], head: Sequence[float], history: Baseline,
     if not head:
         return Verdict(MISSING, "no result at the head commit")
     base_value, head_value = float(median(base)), float(median(head))
+    if (base_value == 0) != (head_value == 0):
+        # A failed run reports 0 (the HUD's convention for a model that fails): to or from
+        # 0 is no move within any noise, and a log scale cannot weigh it.
+        return Verdict(_state(head_value, base_value, direction),
+                       f"{base_value:.4g} -> {head_value:.4g}: "
+                       f"{'to' if head_value == 0 else 'from'} 0 (a failed run reports 0)")
     enough = (history.points >= rules.min_history and history.noise is not None
               and base_value > 0 and head_value > 0)
     if not enough:
@@ -176,12 +184,37 @@ def judge(base: Sequence[float], head: Sequence[float], history: Baseline,
     return Verdict(_state(head_value, level, direction), described, level, noise, p, mw)
 
 
+def outcome(base: Sequence[tuple[str, bool | None]],
+            head: Sequence[tuple[str, bool | None]]) -> Verdict:
+    """A pass/fail series (a model's accuracy check): each side's results as (text, passes:
+    None for neither). A pass at the base (every result) that fails at the head (any) is a
+    regression, the reverse an improvement: a failure is no matter of noise."""
+    if not base:
+        return Verdict(NEW, "no result at the base commit")
+    if not head:
+        return Verdict(MISSING, "no result at the head commit")
+    said = f"{_texts(base)} -> {_texts(head)}"
+    was = [passed for _, passed in base if passed is not None]
+    now = [passed for _, passed in head if passed is not None]
+    if not was or not now:
+        return Verdict(UNCHANGED, f"{said}: neither a pass nor a failure at the "
+                       f"{'base' if not was else 'head'}")
+    if all(was) != all(now):
+        return Verdict(REGRESSION if all(was) else IMPROVEMENT,
+                       f"{said}: a {'pass' if all(was) else 'failure'} became a "
+                       f"{'failure' if all(was) else 'pass'}")
+    return Verdict(UNCHANGED, f"{said}: a {'pass' if all(now) else 'failure'} at both")
+
+
+def _texts(results: Sequence[tuple[str, bool | None]]) -> str:
+    return "/".join(sorted({text or "(empty)" for text, _ in results}))
+
+
 def _without_history(base_reps: Sequence[float], head_reps: Sequence[float], points: int,
                      direction: str | None, rules: Rules, unstable: bool) -> Verdict:
     """Too little history for its noise: the repetitions decide, where there are enough."""
     base, head = float(median(base_reps)), float(median(head_reps))
-    # From 0 (a failure recorded as 0) any move counts.
-    change = head / base - 1 if base else (math.inf if head != base else 0.0)
+    change = head / base - 1 if base else 0.0  # (0 at both: `judge` takes one 0 alone)
     if abs(change) <= rules.tolerance:
         return Verdict(UNCHANGED, f"within the ±{rules.tolerance:.0%} tolerance of the base")
     if unstable:
