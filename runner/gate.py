@@ -148,10 +148,14 @@ def _table(rows: list[dict]) -> list[str]:
     for row in rows:
         change = "" if row["change"] is None else f"{row['change'] * 100:+.1f} %"
         cells = [_text(row["benchmark"]), _model(row), _text(row["metric"]),
-                 _text(row["arch"] or row["device"]), f"{row['base']:.4g}",
-                 f"{row['head']:.4g}", change, _text(row["rule"])]
+                 _text(row["arch"] or row["device"]), _number(row["base"]),
+                 _number(row["head"]), change, _text(row["rule"])]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.4g}"
 
 
 def _model(row: dict) -> str:

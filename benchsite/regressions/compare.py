@@ -8,7 +8,9 @@ another. A series' value at a commit is the median of all repetitions of all its
 there, and the head's runs count as that many measurements of it (`judge.judge`'s
 `head_runs`: re-running a head commit narrows its value). A pass/fail series (a model's
 accuracy check: string results) is judged by its outcomes (`judge.outcome`), shown as 1
-for a pass and 0 for a failure. Raises `CannotCompare` for an
+for a pass and 0 for a failure; a cell's status series (the runner records one for a cell
+it skipped or that failed) is a regression where the cell fails at the head and not at the
+base (`judge.cell_status`). Raises `CannotCompare` for an
 unknown repo, an unknown or ambiguous commit. The series judged on their history's noise
 are held to a false discovery rate: `fdr` where given (a request's `?fdr=`), else
 `DetectionSettings.compare_fdr`.
@@ -46,7 +48,7 @@ from benchsite.regressions.models import (
 from benchsite.regressions.outcomes import passes, text
 from benchsite.results.models import Result, Run
 from runner.contract.directions import HIGHER
-from runner.contract.status import STATUS_METRIC
+from runner.contract.status import FAILED, STATUS_METRIC
 
 FILTERS = ("benchmark", "model", "backend", "mode", "dtype", "device", "arch", "metric")
 NO_COMMON = "no common results"
@@ -207,21 +209,25 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
                     **{f"series__{name}": value for name, value in filters.items() if value})
             .exclude(value__isnull=True, string_values__isnull=True)
             .annotate(unit=KeyTextTransform("unit", "extra_info"),
-                      unstable=KeyTextTransform("unstable", "extra_info"))
+                      unstable=KeyTextTransform("unstable", "extra_info"),
+                      error=KeyTextTransform("error", "extra_info"))
             .values_list("series_id", "run__head_sha", "run_id", "value", "values",
-                         "string_values", "unit", "unstable", *series_fields))
+                         "string_values", "unit", "unstable", "error", *series_fields))
     samples: dict[tuple[int, str], list[float]] = {}
     outcomes: dict[tuple[int, str], list[tuple[str, bool | None]]] = {}
+    statuses: dict[tuple[int, str], list[tuple[str, str]]] = {}  # cells skipped or failed
     series: dict[int, _Series] = {}
     units: dict[int, str] = {}
     unstable: set[int] = set()
     run_shas: dict[int, str] = {}
     head_runs_of: dict[int, set[int]] = {}  # the head's runs of each series
-    for series_id, sha, run_id, value, values, strings, unit, shaky, *fields in rows:
-        if value is None:  # a string result: only pass/fail series are compared
-            if fields[-1] == STATUS_METRIC:  # (a cell's status: its metrics say the rest)
-                continue
-            outcomes.setdefault((series_id, sha), []).append((text(strings), passes(strings)))
+    for series_id, sha, run_id, value, values, strings, unit, shaky, error, *fields in rows:
+        if value is None:  # a string result: a cell's status, or a pass/fail outcome
+            if fields[-1] == STATUS_METRIC:
+                statuses.setdefault((series_id, sha), []).append((text(strings), error or ""))
+            else:
+                outcomes.setdefault((series_id, sha), []).append((text(strings),
+                                                                  passes(strings)))
             finite = [1.0]
         else:
             finite = [v for v in (values or [value]) if math.isfinite(v)]
@@ -244,8 +250,9 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
         if run_shas[run_id] == base_sha:
             base_runs[run_id] = (at, branch)
     pass_fail = {pk for pk, _ in outcomes}
-    histories = _baselines([pk for pk in series if pk not in pass_fail], base_runs, head_runs,
-                           branches, settings)
+    cells = {pk for pk, _ in statuses}
+    histories = _baselines([pk for pk in series if pk not in pass_fail | cells], base_runs,
+                           head_runs, branches, settings)
     directions = MetricDirection.resolve(list(series.values()), units)
     tolerances: dict[tuple[str, str], float] = {}
     verdicts: list[tuple[_Series, Verdict, list[float], list[float], int, int]] = []
@@ -261,6 +268,13 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: DetectionSetting
             directions[pk] = HIGHER
             verdicts.append((item, judge.outcome(was, now), _passed(was), _passed(now), 0,
                              runs))
+            continue
+        if pk in cells:
+            was, now = statuses.get((pk, base_sha), []), statuses.get((pk, head_sha), [])
+            directions[pk] = HIGHER
+            verdict = judge.cell_status(was, now)
+            verdicts.append((item, verdict, _ran(was, verdict.state == REGRESSION), _ran(now),
+                             0, runs))
             continue
         base, head = samples.get((pk, base_sha), []), samples.get((pk, head_sha), [])
         history = histories.get(pk, judge.NO_HISTORY)
@@ -282,6 +296,13 @@ def _passed(results: list[tuple[str, bool | None]]) -> list[float]:
     many values as results judged)."""
     judged = [passed for _, passed in results if passed is not None]
     return [float(all(judged))] * len(judged)
+
+
+def _ran(statuses: list[tuple[str, str]], implied: bool = False) -> list[float]:
+    """A cell's status side as a row shows it: 0 where it failed, 1 where it was skipped or
+    (`implied`: a failure's base without a status) ran."""
+    return [0.0 if status == FAILED else 1.0 for status, _ in statuses] or (
+        [1.0] if implied else [])
 
 
 def _baselines(series_ids: list[int], base_runs: dict[int, tuple[datetime, str]],

@@ -104,3 +104,24 @@ def test_changes_within_the_noise_are_listed_with_what_confirms_them():
     quiet = markdown({"repo": "pytorch/ao", "base": "a" * 40, "head": "b" * 40,
                       "counts": {"unchanged": 1}, "verdict": "unchanged", "rows": []}, "x")
     assert "Within the noise" not in quiet
+
+
+def test_a_cell_that_crashes_at_the_head_fails_the_gate(live_server, capsys):
+    from runner.contract.status import status_metric
+
+    def failed(error: str) -> dict:
+        return {**record("int8dq-16", []), "metric": status_metric("failed", error)}
+
+    for night in range(6):
+        upload(night, [record("int8dq-16", [1.0]), record("steady", [1.0])])
+    upload(6, [failed("Traceback ...\nRuntimeError: self.size(0) needs to be greater than 16"),
+               record("steady", [1.0])])
+    upload(7, [failed("RuntimeError: the same"), record("steady", [1.0])])
+    assert gate(live_server.url, 5, 6) == 1
+    out = capsys.readouterr().out
+    assert ("| int8dq-16 (inference, int8dq) | status | NVIDIA H100 80GB HBM3 | 1 | 0 | "
+            "-100.0 % | the cell failed at the head, not at the base: RuntimeError: "
+            "self.size(0) needs to be greater than 16 |") in out
+    assert "1 regression, 0 improvement, 0 changed, 0 noisy, 0 insufficient data, 0 new, " \
+           "1 missing" in out  # (its time: missing alone fails no gate)
+    assert gate(live_server.url, 6, 7) == 0  # failing at both: not the head's doing

@@ -21,7 +21,8 @@ A series changed between a base and a head commit when all of these hold:
 Without enough history, 4+ repetitions on both sides decide alone (Mann-Whitney); with
 neither, a change past the tolerance is "insufficient data". A value going to or from 0 (a
 failed run, as the HUD records one) is a change whatever the noise, and a pass/fail series
-(accuracy) changes when a pass becomes a failure or back (`outcome`). Each verdict says
+(accuracy) changes when a pass becomes a failure or back (`outcome`); a benchmark cell that
+fails at the head and not at the base is a regression (`cell_status`). Each verdict says
 which rule decided.
 """
 
@@ -38,6 +39,7 @@ from scipy import special, stats
 from benchsite.regressions.detect.points import MIN_NOISE
 from benchsite.regressions.detect.windows import nan_medians
 from runner.contract.directions import HIGHER
+from runner.contract.status import FAILED
 
 REGRESSION, IMPROVEMENT, CHANGED = "regression", "improvement", "changed"
 UNCHANGED, NOISY, INSUFFICIENT = "unchanged", "noisy", "insufficient_data"
@@ -204,6 +206,26 @@ def outcome(base: Sequence[tuple[str, bool | None]],
                        f"{said}: a {'pass' if all(was) else 'failure'} became a "
                        f"{'failure' if all(was) else 'pass'}")
     return Verdict(UNCHANGED, f"{said}: a {'pass' if all(now) else 'failure'} at both")
+
+
+def cell_status(base: Sequence[tuple[str, str]], head: Sequence[tuple[str, str]]) -> Verdict:
+    """A cell's "status" series: each side's (status, error or reason). The runner records
+    one only for a cell it skipped or that failed (a cell that ran has its metrics), so a
+    failure at the head where the base has none is a regression: the cell's metrics are
+    then only missing, which alone fails no gate."""
+    errors = [detail for status, detail in head if status == FAILED]
+    failed_before = any(status == FAILED for status, _ in base)
+    if errors and not failed_before:
+        error = (errors[0] or "no error recorded").strip().splitlines()[-1][:200]
+        return Verdict(REGRESSION, f"the cell failed at the head, not at the base: {error}")
+    if errors:
+        return Verdict(UNCHANGED, "the cell failed at both commits")
+    if not base:
+        return Verdict(NEW, f"{_texts(head)} at the head")
+    if not head:
+        return Verdict(MISSING, f"{_texts(base)} at the base, no status at the head (the "
+                       "cell ran there, or was not run: its metrics say which)")
+    return Verdict(UNCHANGED, f"{_texts(base)} -> {_texts(head)}")
 
 
 def _texts(results: Sequence[tuple[str, bool | None]]) -> str:
