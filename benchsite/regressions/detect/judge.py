@@ -228,7 +228,8 @@ def cell_status(base: Sequence[tuple[str, str]], head: Sequence[tuple[str, str]]
     return Verdict(UNCHANGED, f"{_texts(base)} -> {_texts(head)}")
 
 
-def _texts(results: Sequence[tuple[str, bool | None]]) -> str:
+def _texts(results: Sequence[tuple[str, object]]) -> str:
+    """The distinct texts of a side's results."""
     return "/".join(sorted({text or "(empty)" for text, _ in results}))
 
 
