@@ -203,6 +203,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Jobs: queues per device class (a worker per GPU listens on one), and per-cell limits.
 BENCH_QUEUES = env_list("BENCH_QUEUES", ["cpu", "cuda"])
 BENCH_JOB_REPO = env_str("BENCH_JOB_REPO", "pytorch/ao")
+# Where workers write the files of cells (profiles, traces, memory snapshots): one folder per
+# job and cell (jobs/JOB/CELL), per bisect and round; a spec's paths are relative to it.
+BENCH_FILES_DIR = env_str("BENCH_FILES_DIR", str(VAR_DIR / "files"))
 BENCH_CELL_SOFT_TIME_LIMIT = env_int("BENCH_CELL_SOFT_TIME_LIMIT", 1800)
 BENCH_CELL_TIME_LIMIT = env_int("BENCH_CELL_TIME_LIMIT", BENCH_CELL_SOFT_TIME_LIMIT + 120)
 # Celery starts the hard limit's clock only when the soft one fires: the hard limit must be

@@ -11,10 +11,13 @@ module with:
     check_settings(settings: Mapping) -> None
         raise ValueError unless `settings` (a job's run options, e.g. timing) are valid
         (runner.settings.validate against the family's settings dataclass).
-    run(cell: dict, settings: Mapping, state: dict, context: RunContext) -> runner.cells.Outcome
+    run(cell: dict, settings: Mapping, state: dict, context: RunContext, files: Path)
+            -> runner.cells.Outcome
         run one planned cell. A cell that cannot run here is "skipped" with the reason, an
         error makes it "failed" with the traceback; neither raises. `state` lives as long as
-        the worker runs cells of the same job (caches such as eager timings).
+        the worker runs cells of the same job (caches such as eager timings). The cell writes
+        files (profiles, traces, snapshots) only under `files`, a folder its caller owns: a
+        path the spec names is relative to it (runner.folders).
 
 A family whose specs may name code to import (`module:function`) also has
 

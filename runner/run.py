@@ -66,7 +66,7 @@ def _run_family(data: Any, args: argparse.Namespace) -> int:
     context, state = RunContext.collect(), {}
     records, counts = [], Counter()
     for number, cell in enumerate(planned, 1):
-        outcome = family.run(cell.cell, {}, state, context)
+        outcome = family.run(cell.cell, {}, state, context, Path.cwd())
         counts[outcome.status] += 1
         records += outcome.records
         why = f"  {outcome.error.strip().splitlines()[-1]}" if outcome.error else ""

@@ -86,7 +86,8 @@ class SiteLab:
         try:
             built = self.workspace(position).build(step.sha, keep=keep)
             runs = run_cells(built, self.bisect.family, self.bisect.cells, {},
-                             settings.BENCH_BISECT_RUN_TIMEOUT)
+                             settings.BENCH_BISECT_RUN_TIMEOUT,
+                             self.bisect.files(step.sha, number))
         except BuildFailed as error:
             self.skip(step, f"does not build: {error.reason}\n{error.log_tail}")
         except RunFailed as error:

@@ -176,6 +176,11 @@ class Bisect(models.Model):
     def ended(self) -> bool:
         return self.state in self.ENDED
 
+    def files(self, sha: str, round_number: int) -> Path:
+        """The folder on the worker for the files of one round at `sha` (runner.folders)."""
+        return (Path(settings.BENCH_FILES_DIR) / "bisects" / str(self.pk)
+                / f"{sha[:12]}-{round_number}")
+
     @property
     def branch(self) -> str:
         """The branch its runs are stored on: never a default branch's history."""

@@ -99,7 +99,10 @@ def _check_custom(values: dict[str, Any], check: RecipeCheck) -> None:
     except SpecError as error:
         for problem in error.problems:
             key, _, message = problem.partition(": ")
-            check.add(SPEC_KEY_FIELDS.get(key.removeprefix("recipe.")), message)
+            key = key.removeprefix("recipe.")
+            if key.startswith(("kwargs.", "kwargs[")):  # a value inside: named on the field
+                key, message = "kwargs", f"{key.removeprefix('kwargs.')}: {message}"
+            check.add(SPEC_KEY_FIELDS.get(key), message)
         return
     _build(item, check)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -156,3 +157,9 @@ class JobCell(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}/{self.index} {self.key}"
+
+    @property
+    def files(self) -> Path:
+        """The folder this cell's files (profiles, traces, snapshots) go to on its worker: a
+        spec's paths are relative to it (runner.folders)."""
+        return Path(settings.BENCH_FILES_DIR) / "jobs" / str(self.job_id) / str(self.index)

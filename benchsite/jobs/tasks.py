@@ -163,7 +163,7 @@ def execute(cell: JobCell) -> None:
         _job_state.clear()
         _job_state[job.pk] = ({}, RunContext.collect())
     state, context = _job_state[job.pk]
-    outcome = families.get(job.family).run(cell.cell, job.timing, state, context)
+    outcome = families.get(job.family).run(cell.cell, job.timing, state, context, cell.files)
     with transaction.atomic():
         stored = store_upload(
             orjson.dumps(outcome.records),

@@ -82,7 +82,7 @@ def matrix(args: argparse.Namespace) -> list[Config]:
         "device": args.device or _default_device(), "batch_size": args.batch_size,
         "repeat": args.repeat, "iterations_per_run": args.iterations_per_run,
         "verify": args.verify, "dump_pytorch_profiles": args.dump_pytorch_profiles,
-        "timeout": args.timeout, "output_dir": str(args.output_dirname),
+        "timeout": args.timeout, "output_dir": ".",  # under --output-dirname (_run)
         "threads": args.threads,
     }
     return parse(data, "python -m runner compilers")
@@ -138,7 +138,7 @@ def _run(configs: list[Config], done: dict[str, dict[str, Any]], path: Path,
             if config.key in done:
                 continue
             try:
-                outcome = family.run(config.to_dict(), {}, state, context)
+                outcome = family.run(config.to_dict(), {}, state, context, path.parent)
             except KeyboardInterrupt:
                 return True
             results.append(path, outcome.detail)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from runner.cells import Outcome, Planned
@@ -21,6 +22,7 @@ from runner.compilers.matrix import BACKENDS, EAGER, Config
 from runner.compilers.spec import parse
 from runner.contract.status import FAILED, OK
 from runner.environment import RunContext
+from runner.folders import inside
 from runner.paired import PairedTiming
 from runner.settings import at_least, validate
 
@@ -57,8 +59,9 @@ def configuration(cell: Mapping[str, Any], settings: Mapping[str, Any]) -> Confi
 
 
 def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any],
-        context: RunContext) -> Outcome:
+        context: RunContext, files: Path) -> Outcome:
     config = configuration(cell, settings)
+    config = replace(config, output_dir=str(inside(files, config.output_dir)))
     baselines: dict[str, dict[str, Any]] = state.setdefault("baselines", {})
     baseline = None
     if config.backend != EAGER:

@@ -30,7 +30,8 @@ from typing import Any
 
 from runner.compilers import models
 from runner.compilers.matrix import DEVICES, DTYPES, EAGER, TESTS, Config, check_backend, expand
-from runner.specs import SpecError
+from runner.folders import path_problem
+from runner.specs import SpecError, check_cell_count
 
 DEFAULTS: dict[str, Any] = {
     "models": [models.BUILTIN], "filter": [], "exclude": [], "backends": [EAGER, "inductor"],
@@ -78,10 +79,13 @@ def parse(data: Any, source: str) -> list[Config]:
     for key in ("verify", "dump_pytorch_profiles"):
         if not isinstance(values[key], bool):
             problems.append(f"{key}: must be true or false")
-    if not isinstance(values["output_dir"], str) or not values["output_dir"]:
-        problems.append("output_dir: must be a non-empty path")
+    problem = path_problem(values["output_dir"])
+    if problem:
+        problems.append(f"output_dir: {problem}")
     if problems:
         raise SpecError(source, problems)
+    check_cell_count(source, len(refs) * len(set(lists["backends"])) * len(set(lists["tests"]))
+                     * len(set(lists["dtypes"])))
     return expand(refs, lists["backends"], lists["tests"], lists["dtypes"], lists["filter"],
                   lists["exclude"], device=values["device"], batch_size=values["batch_size"],
                   repeat=values["repeat"], iterations_per_run=values["iterations_per_run"],
@@ -140,8 +144,11 @@ def _model(entry: Any, path: str, problems: list[str]) -> list[models.ModelRef]:
     for key in ("cosine", "skip_verifier"):
         if not isinstance(entry.get(key, False), bool):
             problems.append(f"{path}.{key}: must be true or false")
-    if "name" in entry and (not isinstance(entry["name"], str) or not entry["name"]):
-        problems.append(f"{path}.name: must be a non-empty string")
+    if "name" in entry and (not isinstance(entry["name"], str)
+                            or not re.fullmatch(r"[\w.+-]+", entry["name"])
+                            or entry["name"] in (".", "..")):
+        problems.append(f"{path}.name: letters, digits, '_', '.', '+' and '-' only (it names "
+                        "the model's folder of profiles)")
     if len(problems) > before:
         return []
     options = {key: entry[key] for key in MODEL_KEYS - {"factory"} if key in entry}

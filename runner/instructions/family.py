@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from runner.cells import Outcome, Planned
@@ -40,7 +41,8 @@ def check_settings(settings: Mapping[str, Any]) -> None:
 
 
 def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any],
-        context: RunContext) -> Outcome:
+        context: RunContext, files: Path) -> Outcome:
+    """Writes no files: `files` goes unused."""
     benchmark = Benchmark.from_dict(cell["benchmark"])
     # Pinned as the CLI's workers are; several cells may run at once, so spread by process.
     cores = sorted(os.sched_getaffinity(0))

@@ -34,7 +34,7 @@ from runner.instructions.definitions import (
     expand,
 )
 from runner.settings import settings_problems
-from runner.specs import SpecError
+from runner.specs import SpecError, check_cell_count
 
 KEYS = {"builtin", "definitions", "filter", "runtime", "autograd", "threads",
         *MeasureSettings.names()}
@@ -79,6 +79,8 @@ def parse_spec(data: Any, source: str, extra_filter: str | None = None) -> Instr
     if problems:
         raise SpecError(source, problems)
     settings = MeasureSettings(**given)
+    check_cell_count(source, len(runtimes) * len(autograd) * sum(
+        len(threads or definition.threads) for definition in definitions))
     benchmarks = expand(definitions, runtimes, autograd, threads)
     for key, pattern in patterns:
         if pattern is not None:

@@ -4,6 +4,7 @@ and LayerNorm, forward and backward, on eager, torch.compile, Liger and Quack.""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from runner.cells import Outcome, Planned
@@ -26,7 +27,8 @@ def check_settings(settings: Mapping[str, Any]) -> None:
 
 
 def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any],
-        context: RunContext) -> Outcome:
+        context: RunContext, files: Path) -> Outcome:
+    """Writes no files: `files` goes unused."""
     from runner.kernels.execute import run_cell  # torch: only when a cell runs
 
     spec_cell = KernelCell.from_dict(cell)

@@ -27,7 +27,7 @@ from typing import Any
 from runner.kernels.backends import BACKENDS, COMPILE_MODES, label
 from runner.kernels.definitions import DIRECTIONS, DTYPES, KERNELS
 from runner.settings import settings_problems
-from runner.specs import SpecError
+from runner.specs import SpecError, check_cell_count
 from runner.timing import TimingSettings
 
 KEYS = ("kernels", "directions", "backends", "compile_modes", "shapes", "dtype", "device",
@@ -100,6 +100,7 @@ def parse(data: Any, source: str) -> list[KernelCell]:
     ordered = sorted(backends, key=lambda name: name != "eager")
     variants = [(backend, mode) for backend in ordered
                 for mode in (modes if BACKENDS[backend].compiles else (None,))]
+    check_cell_count(source, len(kernels) * len(directions) * len(shapes) * len(variants))
     return [KernelCell(kernel, direction, m, n, dtype, device, backend, mode, atol, rtol,
                  dict(timing))
             for kernel in kernels for direction in directions for m, n in shapes

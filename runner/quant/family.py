@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from runner.cells import Outcome, Planned
 from runner.environment import RunContext
+from runner.folders import inside
 from runner.quant.cells import QuantCell
 from runner.quant.records import cell_records
 from runner.quant.spec import parse_spec
@@ -26,11 +28,11 @@ def check_settings(settings: Mapping[str, Any]) -> None:
 
 
 def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any],
-        context: RunContext) -> Outcome:
+        context: RunContext, files: Path) -> Outcome:
     from runner.quant.execute import run_cell  # torch: only when a cell runs
 
     spec_cell = QuantCell.from_dict(cell)
-    Path(spec_cell.output_dir).mkdir(parents=True, exist_ok=True)
+    spec_cell = replace(spec_cell, output_dir=str(inside(files, spec_cell.output_dir)))
     result = run_cell(spec_cell, TimingSettings(**{**spec_cell.timing, **settings}))
     return Outcome(result.status, cell_records(result, context),
                    error=result.traceback or result.reason or "",

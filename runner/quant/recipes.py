@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.contract.names import QUANT_BASELINE_RECIPE
+from runner.quant import allowed
 
 ALL_DEVICES = frozenset({"cpu", "cuda"})
-CUSTOM_CONFIG_PREFIX = "torchao."
 
 
 class UnknownRecipe(ValueError):
@@ -243,7 +243,8 @@ class CustomRecipe:
     """A recipe given as a torchao config class path and its keyword arguments.
 
     Keyword values are plain data: a mapping {"class": PATH, "kwargs": {...}} builds an object
-    (e.g. a granularity) and a "torch.<dtype>" string becomes that dtype.
+    (e.g. a granularity) and a "torch.<dtype>" string becomes that dtype; the class paths and
+    dtypes are those runner.quant.allowed lists.
     """
 
     name: str
@@ -256,16 +257,23 @@ class CustomRecipe:
         return Recipe(self.name, self._make_config, self.requires, self.sparsify)
 
     def config_class(self) -> type:
-        """The torchao config class `config` names; raises unless it is an AOBaseConfig."""
+        """The torchao config class `config` names; ValueError, before any import, unless it
+        is an allowed one (runner.quant.allowed)."""
         from torchao.core.config import AOBaseConfig  # torchao: not for spec checks
 
-        config_class = _custom_class(self.config)
+        problem = allowed.config_problem(self.config)
+        if problem:
+            raise ValueError(problem)
+        config_class = import_object(self.config)
         if not (isinstance(config_class, type) and issubclass(config_class, AOBaseConfig)):
             raise TypeError(f"{self.config} is not a torchao AOBaseConfig class")
         return config_class
 
     def _make_config(self) -> Any:
         config_class = self.config_class()
+        problems = allowed.kwargs_problems(self.kwargs, "kwargs")
+        if problems:
+            raise ValueError("; ".join(problems))
         return config_class(**{key: _build_value(v) for key, v in self.kwargs.items()})
 
     def to_dict(self) -> dict[str, Any]:
@@ -288,23 +296,18 @@ class CustomRecipe:
         )
 
 
-def _custom_class(path: str) -> Any:
-    # Specs may come from a database: only torchao's own classes can be named.
-    if not path.startswith(CUSTOM_CONFIG_PREFIX):
-        raise ValueError(f"{path}: only classes under {CUSTOM_CONFIG_PREFIX!r} can be used")
-    return import_object(path)
-
-
 def _build_value(value: Any) -> Any:
+    """A keyword argument's value, built; checked by allowed.argument_problems first."""
     if isinstance(value, Mapping) and "class" in value:
         arguments = value.get("kwargs") or {}
-        return _custom_class(value["class"])(**{k: _build_value(v) for k, v in arguments.items()})
+        built = {k: _build_value(v) for k, v in arguments.items()}
+        return import_object(value["class"])(**built)
+    if isinstance(value, Mapping):
+        return {key: _build_value(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_build_value(item) for item in value]
-    if isinstance(value, str) and value.startswith("torch."):
+    if isinstance(value, str) and value.startswith(allowed.DTYPE_PREFIX):
         import torch  # torch: specs are checked without it
 
-        found = getattr(torch, value.removeprefix("torch."), None)
-        if isinstance(found, torch.dtype):
-            return found
+        return getattr(torch, value.removeprefix(allowed.DTYPE_PREFIX))
     return value

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from runner.quant import models, recipes, shapes
+from runner.folders import path_problem
+from runner.quant import allowed, models, recipes, shapes
 from runner.quant.cells import QuantCell
 from runner.quant.recipes import CustomRecipe, Requirements, UnknownRecipe
 from runner.settings import settings_problems
-from runner.specs import SpecError, read_spec
+from runner.specs import SpecError, check_cell_count, read_spec
 from runner.timing import TimingSettings
 
 TOP_LEVEL_KEYS = {
@@ -118,14 +119,17 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     if mode != "inference":
         check.problem("benchmark_mode", f"{mode!r}: only 'inference' is supported")
     output_dir = data.get("output_dir", DEFAULT_OUTPUT_DIR)
-    if not isinstance(output_dir, str) or not output_dir:
-        check.problem("output_dir", "must be a non-empty path")
+    problem = path_problem(output_dir)
+    if problem:
+        check.problem("output_dir", problem)
     pairings = _pairings(data, check)
     param_sets = _param_sets(data.get("model_params"), check)
     timing = data.get("timing") or {}
     check.problems += settings_problems(timing, TimingSettings, "timing")
     if check.problems:
         raise SpecError(source, check.problems)
+    check_cell_count(source, len(pairings) * sum(
+        len(p.model_types) * len(p.shapes) * len(p.compile_modes) for p in param_sets))
     return Spec(source, mode, tuple(pairings), output_dir, tuple(param_sets), dict(timing))
 
 
@@ -227,12 +231,14 @@ def _custom_recipe(item: Mapping[str, Any], path: str, check: _Checker) -> Custo
             check.problem(f"{path}.name", f"{name!r} is a built-in recipe; choose another name")
         except UnknownRecipe:
             pass
-    prefix = recipes.CUSTOM_CONFIG_PREFIX
-    if not isinstance(config, str) or not config.startswith(prefix):
-        check.problem(f"{path}.config", f"required: a config class path starting with {prefix!r}")
+    problem = allowed.config_problem(config)
+    if problem:
+        check.problem(f"{path}.config", problem)
     kwargs = item.get("kwargs") or {}
     if not isinstance(kwargs, Mapping):
         check.problem(f"{path}.kwargs", "must be a mapping of argument names to values")
+    else:
+        check.problems += allowed.kwargs_problems(kwargs, f"{path}.kwargs")
     sparsify = item.get("sparsify", False)
     if not isinstance(sparsify, bool):
         check.problem(f"{path}.sparsify", "must be true or false")

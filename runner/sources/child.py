@@ -1,7 +1,8 @@
 """`python -m runner.sources.child REQUEST.json ANSWER.json`: run planned cells of one family
 in this process (the commit's interpreter and environment) and write each cell's outcome.
 
-REQUEST: {"family": NAME, "cells": [{"key": ..., "cell": {...}}], "settings": {...}}
+REQUEST: {"family": NAME, "cells": [{"key": ..., "cell": {...}}], "settings": {...},
+          "files": FOLDER (where the cells write files)}
 ANSWER: [{"key", "status", "error", "records"}] in the cells' order.
 """
 
@@ -21,7 +22,8 @@ def main(request_path: str, answer_path: str) -> int:
     context, state = RunContext.collect(), {}
     answer = []
     for planned in request["cells"]:
-        outcome = family.run(planned["cell"], request["settings"], state, context)
+        outcome = family.run(planned["cell"], request["settings"], state, context,
+                             Path(request["files"]))
         answer.append({"key": planned["key"], "status": outcome.status,
                        "error": outcome.error, "records": outcome.records})
     Path(answer_path).write_text(json.dumps(answer))

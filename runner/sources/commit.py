@@ -39,13 +39,13 @@ class CellRun:
 
 
 def run_cells(built: Built, family: str, cells: list[Mapping[str, Any]],
-              settings: Mapping[str, Any], timeout_s: float) -> list[CellRun]:
-    """Run `cells` (each {"key", "cell"}) of `family` at the commit; RunFailed when the
-    subprocess fails."""
+              settings: Mapping[str, Any], timeout_s: float, files: Path) -> list[CellRun]:
+    """Run `cells` (each {"key", "cell"}) of `family` at the commit, their files under
+    `files`; RunFailed when the subprocess fails."""
     with tempfile.TemporaryDirectory(prefix="commit-run-") as folder:
         request, answer = Path(folder) / "request.json", Path(folder) / "answer.json"
         request.write_text(json.dumps({"family": family, "cells": list(cells),
-                                       "settings": dict(settings)}))
+                                       "settings": dict(settings), "files": str(files)}))
         command = [built.python, "-m", "runner.sources.child", str(request), str(answer)]
         process = subprocess.Popen(command, cwd=built.checkout, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, errors="replace",

@@ -54,21 +54,21 @@ def test_nested_objects_and_dtypes_in_arguments_build():
     assert check.errors == {}
 
 
-@pytest.mark.parametrize(("config", "expected"), [
-    ("torchao.quantization.NoSuchConfig", "cannot import"),
-    ("torchao.nowhere.Config", "cannot import: no module named 'torchao.nowhere'"),
-    ("torchao.quantization.quantize_", "is not a torchao AOBaseConfig class"),
-    ("torch.nn.Linear", "a config class path starting with 'torchao.'"),
+@pytest.mark.parametrize("config", [
+    "torchao.quantization.NoSuchConfig", "torchao.nowhere.Config",
+    "torchao.quantization.quantize_", "torch.nn.Linear",
 ])
-def test_bad_classes_are_shown_on_the_config_field(config, expected):
+def test_bad_classes_are_shown_on_the_config_field(config):
     check = custom(config=config)
-    assert list(check.errors) == ["config"] and expected in check.errors["config"][0]
+    assert list(check.errors) == ["config"]
+    assert f"{config!r} is not an allowed torchao config class" in check.errors["config"][0]
 
 
 @pytest.mark.parametrize(("kwargs", "expected"), [
     ({"group_sise": 32}, "unexpected keyword argument 'group_sise'"),
     ({"group_size": 32}, "Use granularity=PerGroup(32) instead"),  # torchao's own check
-    ({"granularity": {"class": "torchao.quantization.PerNothing"}}, "does not accept"),
+    ({"granularity": {"class": "torchao.quantization.PerNothing"}},
+     "granularity.class: 'torchao.quantization.PerNothing' is not an allowed argument class"),
     ([1, 2], "must be a mapping"),
 ])
 def test_bad_arguments_are_shown_on_the_kwargs_field(kwargs, expected):
@@ -121,7 +121,8 @@ def test_the_admin_shows_errors_next_to_the_field_and_a_valid_recipe_saves(
     page = maintainer_client.post(add, form)
     assert page.status_code == 200
     errors = page.context["adminform"].form.errors
-    assert "cannot import" in errors["config"][0] and set(errors) == {"config"}
+    assert "is not an allowed torchao config class" in errors["config"][0]
+    assert set(errors) == {"config"}
     bad_json = maintainer_client.post(add, {**form, "kwargs": "{group_size: 32"})
     assert "kwargs" in bad_json.context["adminform"].form.errors
     saved = maintainer_client.post(add, {**form, "config": CUSTOM_INT8["config"],

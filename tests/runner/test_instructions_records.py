@@ -75,10 +75,10 @@ def test_skipped_and_failed_stay_visible_as_status_records(context):
     assert lines[2].split()[-1] == "skipped"
 
 
-def test_the_family_runs_a_cell_in_a_worker_and_records_its_failure(context):
+def test_the_family_runs_a_cell_in_a_worker_and_records_its_failure(context, tmp_path):
     broken = Benchmark(Definition("broken", stmt="y = 1 / 0"))
     cell = {"benchmark": broken.to_dict(), "settings": vars(MeasureSettings())}
-    outcome = family.run(cell, {"retries": 0}, {}, context)
+    outcome = family.run(cell, {"retries": 0}, {}, context, tmp_path)
     assert outcome.status == FAILED and "ZeroDivisionError" in outcome.error
     assert outcome.measured_s is None and outcome.detail.attempts == 1
     [record] = outcome.records

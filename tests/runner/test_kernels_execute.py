@@ -140,7 +140,8 @@ def test_liger_and_quack_are_skipped_with_the_reason(monkeypatch, context):
                                                   "CUDA is not available on this machine")
 
 
-def test_a_failing_backend_fails_there_and_the_other_cells_finish(monkeypatch, context):
+def test_a_failing_backend_fails_there_and_the_other_cells_finish(monkeypatch, context,
+                                                                   tmp_path):
     def flaky(kernel, mode=None):
         def softmax(x):
             if x.shape[1] == 32:
@@ -155,7 +156,7 @@ def test_a_failing_backend_fails_there_and_the_other_cells_finish(monkeypatch, c
                            "timing": {"samples": 3, "warmup_s": 0}}, "spec")
     state = {}
     outcomes = {p.key.split("/", 2)[2]: family.run(p.cell, {"min_sample_s": 0.0005}, state,
-                                                   context)
+                                                   context, tmp_path)
                 for p in planned}
     assert {key: o.status for key, o in outcomes.items()} == {
         "8x16/float32/cpu/eager": "ok", "8x16/float32/cpu/flaky": "ok",

@@ -122,8 +122,8 @@ def test_built_configs_are_torchaos():
 @pytest.mark.parametrize(
     ("path", "error"),
     [
-        ("os.system", "only classes under 'torchao.'"),
-        ("torchao.quantization.PerRow", "is not a torchao AOBaseConfig class"),
+        ("os.system", "'os.system' is not an allowed torchao config class"),
+        ("torchao.quantization.PerRow", "is not an allowed torchao config class"),
     ],
 )
 def test_custom_recipes_only_build_torchao_configs(path, error):

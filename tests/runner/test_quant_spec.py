@@ -195,7 +195,7 @@ def test_validation_names_file_key_path_and_problem():
          "model_params[1].name: 'a' is used by another parameter set"),
         (spec_with(model_params=None), "model_params: required"),
         (spec_with(quantization_config_recipe_names=[{"name": "x", "config": "os.system"}]),
-         "quantization_config_recipe_names[0].config: required: a config class path starting"),
+         "quantization_config_recipe_names[0].config: 'os.system' is not an allowed torchao"),
         (spec_with(quantization_config_recipe_names=[
             {"name": "int8wo", "config": "torchao.quantization.Int8WeightOnlyConfig"}]),
          "quantization_config_recipe_names[0].name: 'int8wo' is a built-in recipe"),

@@ -13,9 +13,9 @@ from runner.cli import main
 
 SPEC = """\
 quantization_config_recipe_names: ["int8wo", "float8dq-row"]
-output_dir: "{out}"
+output_dir: "artifacts"
 model_params:
-  matrix_shapes: [{{name: custom, shapes: [[16, 64, 32], [32, 64, 32]]}}]
+  matrix_shapes: [{name: custom, shapes: [[16, 64, 32], [32, 64, 32]]}]
   torch_compile_mode: false
   device: cpu
 """
@@ -25,9 +25,10 @@ FAST_OPTIONS = ["--samples", "2", "--warmup", "0", "--min-sample-time", "0.0005"
 
 
 @pytest.fixture
-def spec(tmp_path):
+def spec(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the spec's output_dir is relative to the current directory
     path = tmp_path / "spec.yml"
-    path.write_text(SPEC.format(out=tmp_path / "artifacts"))
+    path.write_text(SPEC)
     return path
 
 
