@@ -1,13 +1,20 @@
-"""The long API fuzz run: Schemathesis over the OpenAPI schema, many cases per operation.
+"""The long API fuzz run: Schemathesis over the OpenAPI schema, many cases per operation,
+then generated specs and recipes, then oversized bodies.
 
-    .venv/bin/python perf/api_fuzz.py [--examples 1000] [--seed 18]
+    .venv/bin/python perf/api_fuzz.py [--examples 1000] [--spec-examples 2000] [--seed 18]
 
 Needs PostgreSQL (default postgres@127.0.0.1:5432; --admin-url to change). It recreates the
 database `benchsite_api_fuzz`, stores a few results and a token that may do everything, then
 sends every operation of `/api/schema/` `--examples` generated cases in each generation mode
 (valid and invalid parameters and bodies) through the WSGI app. It prints the requests sent
 per operation and status, and every distinct 5xx with a curl command that reproduces
-it; exit 1 if there is one. tests/results/test_api_fuzz.py is the bounded run CI does.
+it. Then (perf/spec_fuzz.py) it posts `--spec-examples` generated job specs (YAML aliases and
+bombs, nesting, `class` keys naming callables at any depth, paths that climb out; nothing is
+queued) and prints their statuses, the slowest answer and any module a recipe named that got
+imported; and it sends oversized and bad bodies to the upload and jobs endpoints, printing
+each answer's status, time, size and this (the web) process's peak RSS rise, beside a small
+valid upload measured in the same run. Exit 1 on a 5xx, an import or an answer over 5 s to
+a bomb or an oversized body. tests/results/test_api_fuzz.py is the bounded run CI does.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=1000,
                         help="cases per operation and generation mode")
+    parser.add_argument("--spec-examples", type=int, default=2000,
+                        help="generated job specs and recipes")
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--admin-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     args = parser.parse_args()
@@ -108,7 +117,38 @@ def main() -> int:
     print(f"5xx found: {server_errors} ({len(errors)} distinct operation and status)")
     for (name, status), curl in errors.items():
         print(f"  {status} {name}: {curl}")
-    return 1 if errors else 0
+    return max(1 if errors else 0, fuzz_bodies(args, auth, TORCHAO, META, record))
+
+
+def fuzz_bodies(args: argparse.Namespace, auth: dict[str, str], *samples) -> int:
+    """The spec and recipe fuzz and the oversized bodies (perf/spec_fuzz.py); 1 on a failure."""
+    from django.conf import settings as site_settings
+    from django.test import Client
+
+    from benchsite.jobs import submit
+    from perf.spec_fuzz import fuzz_specs, oversized
+
+    submit.enqueue = lambda job: None  # nothing runs: the jobs stay pending
+    client = Client(HTTP_AUTHORIZATION=auth["Authorization"], HTTP_HOST="localhost")
+    started = time.perf_counter()
+    found = fuzz_specs(client, {}, args.spec_examples, args.seed)
+    statuses = ", ".join(f"{key} {value}" for key, value in sorted(found["counts"].items()))
+    print(f"spec fuzz: {sum(found['counts'].values())} specs to POST /api/v3/jobs in "
+          f"{time.perf_counter() - started:.0f} s: {statuses}; slowest answer "
+          f"{found['slowest_s']:.2f} s; modules a recipe named that got imported: "
+          f"{found['imported'] or 'none'}")
+    for status, text in found["errors"].items():
+        print(f"  {status}: {text!r}")
+    base, meta, record = samples
+    rows = oversized(client, {}, site_settings.BENCH_UPLOAD_MAX_BYTES, record(base, **meta))
+    print(f"oversized bodies (upload limit {site_settings.BENCH_UPLOAD_MAX_BYTES:,} bytes):")
+    print(f"  {'body':<40} {'bytes':>12} {'status':>6} {'seconds':>8} {'peak RSS +MB':>12} "
+          f"{'answer bytes':>12}")
+    for what, status, seconds, rss, size, answer in rows:
+        print(f"  {what:<40} {size:>12,} {status:>6} {seconds:>8.2f} {rss:>12.1f} "
+              f"{answer:>12,}")
+    slow = [row for row in rows[1:] if row[2] > 5 or row[1] >= 500]
+    return 1 if found["errors"] or found["imported"] or slow else 0
 
 
 if __name__ == "__main__":

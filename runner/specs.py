@@ -20,6 +20,9 @@ MAX_CELLS = 10_000
 # SHOWN_PROBLEMS are listed.
 SHOWN_CHARS = 1000
 SHOWN_PROBLEMS = 50
+# libyaml's parser when PyYAML has it (its wheels do): 6x faster on a large spec, and it
+# refuses deep nesting at once where the pure-Python one takes seconds.
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class SpecError(ValueError):
@@ -71,7 +74,7 @@ def parse_yaml(text: str, source: str) -> Mapping:
     if len(text) > MAX_SPEC_BYTES or len(text.encode()) > MAX_SPEC_BYTES:
         raise SpecError(source, [_too_large(len(text.encode()))])
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=LOADER)
     except yaml.YAMLError as error:
         raise SpecError(source, [f"not valid YAML: {error}"]) from None
     except RecursionError:

@@ -94,13 +94,15 @@ def test_a_value_that_contains_itself_and_deep_nesting_are_refused():
         parse_yaml("a: &a [1, *a]\n", "loop.yml")
     with pytest.raises(SpecError, match="nested too deeply"):
         parse_yaml("a: " + "[" * 40 + "]" * 40 + "\n", "deep.yml")
-    with pytest.raises(SpecError, match="nested too deeply"):
-        parse_yaml("a: " + "[" * 5000 + "]" * 5000 + "\n", "deeper.yml")
+    started = time.perf_counter()
+    with pytest.raises(SpecError, match="nested too deeply|exceeded maximum nesting depth"):
+        parse_yaml("a: " + "[" * 500_000 + "]" * 500_000 + "\n", "deeper.yml")
+    assert time.perf_counter() - started < 5
 
 
 def test_a_large_spec_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
     text = "a: " + "x" * MAX_SPEC_BYTES + "\n"
-    monkeypatch.setattr("yaml.safe_load", lambda _text: pytest.fail("parsed"))
+    monkeypatch.setattr("yaml.load", lambda *_args, **_kwargs: pytest.fail("parsed"))
     with pytest.raises(SpecError, match="a spec may have at most 1,048,576 bytes"):
         parse_yaml(text, "big.yml")
     path = tmp_path / "big.yml"
