@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.contract.record import REQUIRED_RUN_FIELDS, RUN_FIELDS
+from runner.contract.repos import repo_problem
 
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
 MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After is cut to this
@@ -164,6 +165,10 @@ def run(args: argparse.Namespace) -> int:
     lacking = missing_metadata(args.files, metadata)
     if lacking:
         print(f"error: nothing sent: {lacking}", file=sys.stderr)
+        return 2
+    if metadata.get("repo") and (problem := repo_problem(metadata["repo"])):
+        where = "--repo" if given["repo"] else "GITHUB_REPOSITORY"
+        print(f"error: nothing sent: {where}: {problem}", file=sys.stderr)
         return 2
     failed: list[Path] = []
     for path in args.files:

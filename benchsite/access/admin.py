@@ -27,5 +27,5 @@ class AllowedCodeModuleAdmin(admin.ModelAdmin):
 @admin.register(RepoScope)
 class RepoScopeAdmin(admin.ModelAdmin):
     form = RepoScopeForm
-    list_display = ["user", "repos"]
+    list_display = ["user", "repos", "upload_repos"]
     autocomplete_fields = ["user"]

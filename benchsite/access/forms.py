@@ -5,10 +5,12 @@ from __future__ import annotations
 from django import forms
 
 from benchsite.access.models import RepoScope
+from runner.contract.repos import pattern_problem
 
 
 class RepoPatternsField(forms.CharField):
-    """Repos as 'owner/name' or 'owner/*', one a line (or comma-separated), as a list."""
+    """Repo patterns (OWNER/NAME, OWNER/* or *), one a line (or comma-separated), as a
+    list."""
 
     widget = forms.Textarea(attrs={"rows": 3})
 
@@ -18,10 +20,10 @@ class RepoPatternsField(forms.CharField):
     def to_python(self, value) -> list[str]:
         items = [item.strip() for line in (value or "").splitlines()
                  for item in line.split(",") if item.strip()]
-        bad = [item for item in items if item.count("/") != 1]
-        if bad:
-            raise forms.ValidationError(
-                [f"{item!r}: expected OWNER/NAME or a pattern such as OWNER/*" for item in bad])
+        problems = [f"{problem} (plain text, one a line or comma-separated)"
+                    for item in items if (problem := pattern_problem(item))]
+        if problems:
+            raise forms.ValidationError(problems)
         return items
 
     def validate(self, value):
@@ -30,8 +32,12 @@ class RepoPatternsField(forms.CharField):
 
 
 class RepoScopeForm(forms.ModelForm):
-    repos = RepoPatternsField(required=False)
+    repos = RepoPatternsField(required=False, label="Repos whose raw uploads they see")
+    upload_repos = RepoPatternsField(
+        required=False, label="Repos they may mint upload tokens for",
+        help_text="OWNER/NAME, OWNER/* or *, one a line: each repo of a token they mint must be "
+                  "covered by one of these (superusers mint any)")
 
     class Meta:
         model = RepoScope
-        fields = ["user", "repos"]
+        fields = ["user", "repos", "upload_repos"]

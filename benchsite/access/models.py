@@ -1,9 +1,8 @@
 """What admins allow: the modules whose code a job spec may name, and the repos a staff
-user may see in the admin's raw uploads."""
+user may see in the admin's raw uploads and mint upload tokens for."""
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -11,6 +10,8 @@ from collections.abc import Callable, Iterable
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+
+from runner.contract.repos import RepoNameError, check_patterns, covers, grants
 
 # The runner's own modules are always allowed: they are the code the workers run anyway.
 BUILTIN_MODULES = ("runner",)
@@ -83,15 +84,30 @@ class AllowedCodeModule(models.Model):
 
 
 class RepoScope(models.Model):
-    """The repos a staff user may see raw uploads of (superusers see all)."""
+    """A staff user's repos: those they may see raw uploads of, and those they may mint
+    upload tokens for (superusers: all of both)."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                                 related_name="repo_scope")
     repos = models.JSONField(default=list,
                              help_text="'owner/name' or patterns like 'owner/*', one a line")
+    upload_repos = models.JSONField(
+        default=list, blank=True,
+        help_text="the repos they may mint upload tokens for (OWNER/NAME, OWNER/* or *, one "
+                  "a line): a token's repos must each be covered by one of these")
 
     def __str__(self) -> str:
         return f"{self.user}: {', '.join(self.repos)}"
+
+    def clean(self) -> None:
+        problems = {}
+        for field in ("repos", "upload_repos"):
+            try:
+                check_patterns(getattr(self, field), field)
+            except RepoNameError as error:
+                problems[field] = str(error)
+        if problems:
+            raise ValidationError(problems)
 
     @staticmethod
     def allows(user, repos: list[str]) -> bool:
@@ -100,5 +116,15 @@ class RepoScope(models.Model):
             return True
         scope = RepoScope.objects.filter(user=user).first()
         patterns = scope.repos if scope else []
-        return all(any(fnmatch.fnmatchcase(repo, pattern) for pattern in patterns)
-                   for repo in repos)
+        return all(any(grants(pattern, repo) for pattern in patterns) for repo in repos)
+
+    @staticmethod
+    def ungrantable(user, patterns: list[str]) -> list[str]:
+        """The repo patterns `user` may not give a token: those none of their own
+        `upload_repos` covers (a user mints no token that uploads where they may not)."""
+        if user.is_superuser:
+            return []
+        scope = RepoScope.objects.filter(user=user).first()
+        held = scope.upload_repos if scope else []
+        return [wanted for wanted in patterns
+                if not any(covers(pattern, wanted) for pattern in held)]

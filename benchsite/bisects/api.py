@@ -12,6 +12,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
+from benchsite.access.repos import validate_repo
 from benchsite.bisects.models import Bisect, describe
 from benchsite.bisects.start import BisectRefused, find_source, start_regression, start_spec
 from benchsite.jobs.api import CanSubmitJobs, NewestFirst, check_token_queue
@@ -146,8 +147,8 @@ class BisectDetailSerializer(BisectSerializer):
 
 
 class BisectFilter(django_filters.FilterSet):
-    repo = django_filters.CharFilter(method="of_repo", help_text="its source's (or head "
-                                                                 "source's) repo")
+    repo = django_filters.CharFilter(method="of_repo", validators=[validate_repo],
+                                     help_text="its source's (or head source's) repo")
     source = django_filters.CharFilter(field_name="source__name")
     regression = IdFilter(field_name="regression_id")
 

@@ -12,6 +12,7 @@ from django.db import models
 from django.urls import reverse
 
 from benchsite.access.models import check_provided_module
+from runner.contract.repos import repo_problem
 from runner.sources import builds
 from runner.sources.builds import Recipe, Workspace
 
@@ -82,6 +83,7 @@ class Source(models.Model):
 
     def clean(self) -> None:
         problems = [] if isinstance(self.env, dict) else ["env: must be a JSON object"]
+        problems += [f"repo: {problem}"] if (problem := repo_problem(self.repo)) else []
         problems += self.recipe().problems()
         if problems:
             raise ValidationError("; ".join(problems))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import django_filters
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, serializers, status
@@ -10,6 +11,7 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from benchsite.access.repos import validate_repo
 from benchsite.jobs import tasks
 from benchsite.jobs.models import Job, JobCell
 from benchsite.jobs.submit import CommitRefused, JobRefused, submit_job
@@ -52,7 +54,7 @@ class SubmitSerializer(serializers.Serializer):
     spec = serializers.CharField(help_text="the spec, in torchao's microbenchmark YAML")
     name = serializers.CharField(default="api.yml")
     queue = serializers.CharField(default="cpu")
-    repo = serializers.CharField(required=False, default="",
+    repo = serializers.CharField(required=False, default="", validators=[validate_repo],
                                  help_text="OWNER/NAME; default: setting BENCH_JOB_REPO")
     head_branch = serializers.CharField(
         required=False, default="", help_text="the commit's branch (default main); needs head_sha")
@@ -88,6 +90,14 @@ def check_token_queue(token: UploadToken | None, queue: str) -> None:
                                f"{token.queues}")
 
 
+class JobFilter(django_filters.FilterSet):
+    repo = django_filters.CharFilter(validators=[validate_repo])
+
+    class Meta:
+        model = Job
+        fields = ["status", "queue", "repo"]
+
+
 class NewestFirst(CursorPagination):
     ordering = ("-created_at", "-id")
     page_size = 50
@@ -98,7 +108,7 @@ class JobList(generics.ListAPIView):
     serializer_class = JobSerializer
     permission_classes = [SiteApiAccess, CanSubmitJobs]
     pagination_class = NewestFirst
-    filterset_fields = ["status", "queue", "repo"]
+    filterset_class = JobFilter
 
     @extend_schema(request=SubmitSerializer, responses={201: JobSerializer, 202: JobSerializer},
                    summary="Submit a benchmark job",

@@ -16,6 +16,7 @@ from benchsite.jobs.tasks import enqueue
 from benchsite.results.models import UploadToken
 from runner import families
 from runner.cells import Planned
+from runner.contract.repos import repo_problem
 from runner.specs import SpecError, parse_yaml
 
 
@@ -64,8 +65,8 @@ def job_commit(repo: str, head_branch: str, head_sha: str) -> tuple[str, str, st
     A branch alone is refused: its head is not resolved to a commit here."""
     repo, head_branch, head_sha = repo.strip(), head_branch.strip(), head_sha.strip().lower()
     repo = repo or settings.BENCH_JOB_REPO
-    if repo.count("/") != 1 or not all(repo.split("/")):
-        raise CommitRefused("repo", f"{repo!r}: expected OWNER/NAME, e.g. pytorch/ao")
+    if problem := repo_problem(repo):
+        raise CommitRefused("repo", problem)
     if head_sha and not COMMIT.fullmatch(head_sha):
         raise CommitRefused("head_sha", f"{head_sha!r}: expected a commit's full hex sha "
                                         "(40 characters, `git rev-parse HEAD`)")

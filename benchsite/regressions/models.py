@@ -14,6 +14,7 @@ from django.utils import timezone
 from benchsite.regressions.detect import changepoint, hud_policy, judge
 from benchsite.results.models import Result, Run, Series
 from runner.contract.directions import HIGHER, LOWER, Direction, direction
+from runner.contract.repos import pattern_problem
 
 DIRECTIONS = [(HIGHER, "higher is better"), (LOWER, "lower is better")]
 
@@ -457,8 +458,13 @@ class RepoBranches(models.Model):
         return f"{self.repo}: {self.branches}"
 
     def clean(self) -> None:
+        problems = {}
+        if problem := pattern_problem(self.repo):
+            problems["repo"] = problem
         if not split_branches(self.branches):
-            raise ValidationError({"branches": "name at least one branch"})
+            problems["branches"] = "name at least one branch"
+        if problems:
+            raise ValidationError(problems)
 
 
 class NightlyReport(models.Model):

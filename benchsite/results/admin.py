@@ -1,4 +1,3 @@
-import re
 from datetime import timedelta
 
 from django import forms
@@ -17,12 +16,11 @@ from benchsite.results.ingest import delete_uploads
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
 
 DOWNLOAD_PAYLOAD = "results.download_payload"
-REPO = re.compile(r"[\w.-]+/[\w.*-]+")  # GitHub's owner and name characters; * as in owner/*
 ADD_JOB = "jobs.add_job"
 
 
 class UploadTokenForm(forms.ModelForm):
-    repos = RepoPatternsField(help_text="OWNER/NAME or OWNER/*, one a line")
+    repos = RepoPatternsField(help_text="OWNER/NAME, OWNER/* or *, one a line")
     scopes = forms.MultipleChoiceField(choices=UploadToken.Scope.choices,
                                        widget=forms.CheckboxSelectMultiple,
                                        initial=[UploadToken.Scope.UPLOAD])
@@ -42,17 +40,14 @@ class UploadTokenForm(forms.ModelForm):
 
     user = None  # who edits: set by UploadTokenAdmin.get_form
 
-    def clean_repos(self):
-        repos = self.cleaned_data["repos"]
-        bad = [repo for repo in repos if not REPO.fullmatch(repo)]
-        if bad:
-            raise forms.ValidationError([
-                f"{repo!r}: expected OWNER/NAME or OWNER/* as plain text, one a line or "
-                "comma-separated (no quotes or brackets)" for repo in bad])
-        return repos
-
     def clean(self):
         cleaned = super().clean()
+        if cleaned.get("is_active") and (
+                ungrantable := RepoScope.ungrantable(self.user, cleaned.get("repos", []))):
+            # an uploader must not mint a token that uploads where they may not themselves
+            self.add_error("repos", f"you may not give a token {', '.join(ungrantable)}: "
+                                    "each repo must be covered by the repos you may mint "
+                                    "upload tokens for (your repo scope, set by an admin)")
         granting = UploadToken.Scope.SUBMIT_JOBS in cleaned.get("scopes", [])
         if granting and not cleaned.get("queues"):
             self.add_error("queues", "a token with submit_jobs needs at least one queue")

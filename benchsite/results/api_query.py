@@ -20,6 +20,7 @@ from rest_framework import generics, serializers
 from rest_framework.pagination import CursorPagination
 
 from benchsite import csvfile, dates
+from benchsite.access.repos import validate_repo
 from benchsite.results.models import Result, Run, Upload
 
 RESULT_FIELDS = {
@@ -95,7 +96,7 @@ class IdFilter(django_filters.NumberFilter):
 
 
 class ResultFilter(django_filters.FilterSet):
-    repo = django_filters.CharFilter(field_name="series__repo")
+    repo = django_filters.CharFilter(field_name="series__repo", validators=[validate_repo])
     branch = django_filters.CharFilter(field_name="run__head_branch")
     sha = django_filters.CharFilter(field_name="run__head_sha")
     benchmark = django_filters.CharFilter(field_name="series__benchmark")
@@ -181,6 +182,7 @@ def csv_rows(rows) -> Iterator[list]:
 
 
 class RunFilter(django_filters.FilterSet):
+    repo = django_filters.CharFilter(validators=[validate_repo])
     branch = django_filters.CharFilter(field_name="head_branch")
     sha = django_filters.CharFilter(field_name="head_sha")
     workflow_id = IdFilter()

@@ -7,16 +7,17 @@ numbers and the rarely-present JSON; everything that identifies a time series li
 
 from __future__ import annotations
 
-import fnmatch
 import gzip
 import hashlib
 import secrets
 from collections.abc import Iterable
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from benchsite.results.fields import FloatListField
+from runner.contract.repos import RepoNameError, check_patterns, grants, is_repo
 
 TOKEN_PREFIX = "bst_"
 
@@ -67,8 +68,14 @@ class UploadToken(models.Model):
         self.digest = self.hash(secret)
         return secret
 
+    def clean(self) -> None:
+        try:
+            check_patterns(self.repos, "repos")
+        except RepoNameError as error:
+            raise ValidationError({"repos": str(error)}) from None
+
     def allows(self, repo: str) -> bool:
-        return any(fnmatch.fnmatchcase(repo, pattern) for pattern in self.repos)
+        return is_repo(repo) and any(grants(pattern, repo) for pattern in self.repos)
 
     def can(self, scope: str) -> bool:
         return scope in self.scopes

@@ -24,6 +24,7 @@ from dashboards.paging import paged
 from dashboards.render import Page, Table
 from dashboards.state import State
 from runner.contract.names import QUANT_BASELINE_RECIPE, QUANT_BENCHMARK, QuantMetric
+from runner.contract.repos import is_repo
 
 SPEEDUPS = [QuantMetric.SPEEDUP, QuantMetric.EAGER_SPEEDUP, QuantMetric.COMPILED_SPEEDUP]
 
@@ -37,12 +38,12 @@ def job_of(run: Run) -> int | None:
 def links(run: Run) -> dict[str, str]:
     """Where to see the commit and the job (ours, or a CI job) that produced the run."""
     found = {}
-    if run.repo.count("/") == 1 and re.fullmatch(r"[0-9a-f]{7,40}", run.head_sha):
+    if is_repo(run.repo) and re.fullmatch(r"[0-9a-f]{7,40}", run.head_sha):
         found["commit"] = f"https://github.com/{run.repo}/commit/{run.head_sha}"
     if job := job_of(run):
         found["job"] = reverse("jobs:detail", args=[job])
         found["job_text"] = f"job {job}"
-    elif run.workflow_id:
+    elif run.workflow_id and is_repo(run.repo):  # runs stored before names were checked
         found["job"] = f"https://github.com/{run.repo}/actions/runs/{run.workflow_id}" + (
             f"/job/{run.job_id}" if run.job_id else "")
         found["job_text"] = (f"job {run.workflow_id}" + (f"/{run.job_id}" if run.job_id else "")

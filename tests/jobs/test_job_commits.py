@@ -33,7 +33,7 @@ def test_the_commit_rules():
     assert error.value.field == "head_sha"
     with pytest.raises(CommitRefused, match=r"head_sha: 'abc123': expected a commit's full hex"):
         job_commit("", "", "abc123")
-    with pytest.raises(CommitRefused, match="repo: 'ao': expected OWNER/NAME"):
+    with pytest.raises(CommitRefused, match="repo: 'ao' is not a repo: expected OWNER/NAME"):
         job_commit("ao", "", SHA)
 
 
@@ -76,7 +76,7 @@ def test_bench_run_and_schedule_take_a_commit(tmp_path, capsys):
     assert f"pytorch/ao release {SHA[:12]}" in capsys.readouterr().out
     with pytest.raises(CommandError, match="--sha: branch 'main' needs the commit"):
         call_command("bench", "run", str(spec), "--branch", "main")
-    with pytest.raises(CommandError, match="--repo: 'x': expected OWNER/NAME"):
+    with pytest.raises(CommandError, match="--repo: 'x' is not a repo: expected OWNER/NAME"):
         call_command("bench", "schedule", str(spec), "--repo", "x")
     call_command("bench", "schedule", str(spec), "--sha", SHA)
     assert json.loads(PeriodicTask.objects.get(task=TASK).kwargs) == {

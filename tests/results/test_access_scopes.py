@@ -190,7 +190,9 @@ def test_the_token_admin_edits_scopes_and_queues_as_fields(db, client):
 
 
 def test_an_uploader_cannot_mint_a_token_that_submits_jobs(db, client):
-    client.force_login(staff("results.add_uploadtoken", "results.view_uploadtoken"))
+    uploader = staff("results.add_uploadtoken", "results.view_uploadtoken")
+    RepoScope.objects.create(user=uploader, upload_repos=["pytorch/*"])
+    client.force_login(uploader)
     url = reverse("admin:results_uploadtoken_add")
     data = {"name": "sneaky", "repos": "pytorch/ao", "scopes": ["upload", "submit_jobs"],
             "queues": ["cuda"], "is_active": "on"}

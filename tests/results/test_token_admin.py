@@ -36,8 +36,8 @@ def test_repos_one_a_line_or_comma_separated_and_queues_ticked(admin_client):
 
 
 @pytest.mark.parametrize(("repos", "expected"), [
-    ('["pytorch/ao"]', "'[\"pytorch/ao\"]': expected OWNER/NAME or OWNER/* as plain text"),
-    ("pytorch", "'pytorch': expected OWNER/NAME or a pattern such as OWNER/*"),
+    ('["pytorch/ao"]', "'[\"pytorch/ao\"]' is not a repo pattern: expected OWNER/NAME, OWNER/*"),
+    ("pytorch", "'pytorch' is not a repo pattern: expected OWNER/NAME, OWNER/* or *"),
     ("", "This field is required."),
 ])
 def test_json_or_a_bare_owner_is_refused_by_name(admin_client, repos, expected):

@@ -184,7 +184,7 @@ def test_second_run_reuses_series(api, token):
         ([record(**{**META, "workflow_id": "seven"})],
          "records[0].workflow_id: expected an integer, got a string 'seven'"),
         ([record(**{**META, "repo": "no-slash"})],
-         "records[0].repo: expected 'owner/name', got 'no-slash'"),
+         "records[0].repo: 'no-slash' is not a repo: expected OWNER/NAME as on GitHub"),
         ([record(**{**META, "head_sha": None})], "records[0].head_sha: required"),
         ([record(**META, runners="h100")], "records[0].runners: expected a list of objects"),
         (["just a string"], "records[0]: expected an object, got a string"),

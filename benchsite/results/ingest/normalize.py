@@ -23,6 +23,7 @@ from runner.contract.record import (
     REQUIRED_RUN_FIELDS,
     RUN_FIELDS,
 )
+from runner.contract.repos import repo_problem
 
 RUN_FIELD_SET = frozenset(RUN_FIELDS)
 # Readings that change between two records of one job: not part of the run's identity.
@@ -252,8 +253,9 @@ def check_run_meta(record: dict, request_meta: dict, problems: Problems) -> dict
         else:
             meta[key] = value
     repo = meta.get("repo", "")
-    if repo and (repo.count("/") != 1 or repo.startswith("/") or repo.endswith("/")):
-        problems.add("repo", f"expected 'owner/name', got {repo!r}")
+    if repo and (problem := repo_problem(repo)):
+        where = "repo" if record.get("repo") else "repo (from the request)"
+        problems.add(where, problem)
     return meta
 
 

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from benchsite.results.models import UploadToken
+from runner.contract.repos import RepoNameError, check_patterns
 
 
 class Command(BaseCommand):
@@ -10,7 +11,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--repo", action="append", required=True, dest="repos",
-                            help="OWNER/NAME or a pattern such as OWNER/*; repeatable")
+                            help="OWNER/NAME, OWNER/* or *; repeatable")
         parser.add_argument("--name", help="what uses the token (default: the repos)")
         parser.add_argument("--scope", action="append", dest="scopes",
                             choices=UploadToken.Scope.values,
@@ -20,9 +21,10 @@ class Command(BaseCommand):
                                  "repeatable")
 
     def handle(self, *args, repos, name, scopes, queues, **options):
-        for repo in repos:
-            if repo.count("/") != 1:
-                raise CommandError(f"--repo {repo!r}: expected OWNER/NAME or OWNER/*")
+        try:
+            check_patterns(repos, "--repo")
+        except RepoNameError as error:
+            raise CommandError(str(error)) from None
         scopes = list(dict.fromkeys(scopes or [UploadToken.Scope.UPLOAD]))
         for queue in queues:
             if queue not in settings.BENCH_QUEUES:
