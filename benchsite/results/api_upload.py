@@ -5,12 +5,12 @@ from __future__ import annotations
 import zlib
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
+from benchsite.body_limits import content_length, too_large
 from benchsite.results.ingest import UploadRefused, store_upload
 from benchsite.results.models import Upload
 from benchsite.results.tokens import BearerTokenAuthentication, HasUploadToken
@@ -23,31 +23,22 @@ class PayloadTooLarge(Exception):
     pass
 
 
-def too_large() -> Response:
-    limit = settings.BENCH_UPLOAD_MAX_BYTES
-    return Response(
-        {"errors": [f"body: larger than the upload limit of {limit} bytes "
-                    f"({limit / 2**20:.0f} MiB, counted before and after decompression); "
-                    "split the upload"], "limit_bytes": limit},
-        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-    )
-
-
 class LengthRequired(Exception):
     pass
 
 
 def read_body(request, limit: int) -> bytes:
-    """The request body, at most `limit` bytes (PayloadTooLarge beyond). Django reads a body
-    without Content-Length as empty; a chunked one (`Transfer-Encoding: chunked`) is read
-    from the WSGI input, which a server that decodes the chunks (gunicorn) ends after the
-    last one (`wsgi.input_terminated`); elsewhere it is LengthRequired."""
+    """The request body, at most `limit` bytes (PayloadTooLarge beyond; a Content-Length over
+    it is refused before, by `body_limits`). Django reads a body without Content-Length as
+    empty; a chunked one (`Transfer-Encoding: chunked`) is read from the WSGI input, which a
+    server that decodes the chunks (gunicorn) ends after the last one
+    (`wsgi.input_terminated`); elsewhere it is LengthRequired."""
     chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
-    if not chunked or request.META.get("CONTENT_LENGTH"):
-        try:
-            return request.body
-        except RequestDataTooBig:
-            raise PayloadTooLarge from None
+    length = content_length(request)
+    if not chunked or length is not None:
+        if length is not None and length > limit:
+            raise PayloadTooLarge
+        return request.read()  # what Content-Length says, once (not request.body's limit)
     if not request.META.get("wsgi.input_terminated"):
         raise LengthRequired
     stream, parts, size = request.META["wsgi.input"], [], 0
@@ -75,6 +66,7 @@ class UploadResultsMixin:
     so a browser session can never upload (and CSRF does not apply); the body is read raw."""
 
     parser_classes: list = []
+    body_limit_setting = "BENCH_UPLOAD_MAX_BYTES"  # benchsite.body_limits
 
     def get_authenticators(self):
         # the schema generator asks before it has a request
@@ -128,7 +120,7 @@ class UploadResultsMixin:
         try:
             raw = read_body(request, limit)
         except PayloadTooLarge:
-            return too_large()
+            return too_large(limit)
         except LengthRequired:
             return Response({"errors": ["body: chunked without a server that ends it; send "
                                         "Content-Length"]},
@@ -138,7 +130,7 @@ class UploadResultsMixin:
             try:
                 body = gunzip(raw, limit)
             except PayloadTooLarge:
-                return too_large()
+                return too_large(limit)
             except zlib.error as error:
                 return Response({"errors": [f"body: not valid gzip: {error}"]}, status=400)
             payload_gzip = raw
@@ -161,7 +153,7 @@ class UploadResultsMixin:
             )
         except UploadRefused as refused:
             return Response(
-                {"errors": refused.errors, "error_count": len(refused.errors)},
+                {"errors": refused.errors, "error_count": refused.count},
                 status=refused.status,
             )
         return Response(

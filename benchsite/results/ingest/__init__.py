@@ -1,7 +1,9 @@
 """Ingestion: v3 records in, runs, series, results and run summaries stored.
 
-- `parse`: the general path: every body shape and writer's quirk, every problem listed.
-- `fast`: the msgspec fast path for canonical records (most uploads).
+- `parse`: splitting a body into its records; the general path: every body shape and
+  writer's quirk, every problem listed.
+- `fast`: the msgspec fast path for canonical records (most records).
+- `mixed`: each record by the fast path, else the general path; problems capped.
 - `normalize`: what both produce: a `Batch`, built by a `Normalizer` from `RecordFields`.
 - `checks`: the value checks and the `Problems` collector.
 - `store`: writing a batch: COPY on PostgreSQL, the ORM elsewhere, behind `Store`.

@@ -1,11 +1,13 @@
-"""The fast path for well-formed uploads: a JSON list of canonical v3 records, decoded and
-type-checked in C by msgspec with the contract's Structs instead of building dicts and
-checking them in Python. Imports no Django.
+"""The fast path for well-formed records: each canonical v3 record decoded and type-checked
+in C by msgspec with the contract's Structs instead of building dicts and checking them in
+Python. Imports no Django.
 
-It accepts only what `parse.normalize` accepts unchanged: no unknown fields, numbers as JSON
-numbers, text within its limits. Anything else (writers' quirks, errors, other body shapes)
-returns None, and the caller takes `parse`, which accepts the quirks and explains every
-problem. Both end in `Normalizer.add`, so both store the same thing
+It accepts only what `parse` accepts unchanged: no unknown fields, numbers as JSON numbers,
+text within its limits, nothing that no column can hold (`checks.storable`: an integer
+beyond 64 bits or nesting orjson cannot write; the caller keeps records with an escaped NUL
+away, and msgspec refuses lone surrogates itself). Anything else (writers' quirks, errors)
+returns None, and `ingest.mixed` hands that record to `parse`, which accepts the quirks and
+explains every problem. Both end in `Normalizer.add`, so both store the same thing
 (tests/results/test_ingest_fast.py checks this on every sample).
 """
 
@@ -21,7 +23,6 @@ from benchsite.caching import ProcessCache
 from benchsite.results.ingest import checks
 from benchsite.results.ingest.checks import Problems
 from benchsite.results.ingest.normalize import (
-    Batch,
     Normalizer,
     RecordFields,
     ResultInfo,
@@ -57,7 +58,7 @@ RawRecord = msgspec.defstruct("RawRecord", [_raw_field(f) for f in msgspec.struc
                               forbid_unknown_fields=True, gc=False)
 
 
-_DECODER = msgspec.json.Decoder(list[RawRecord])
+_RECORD = msgspec.json.Decoder(RawRecord)
 _BENCHMARK = msgspec.json.Decoder(Benchmark)
 _MODEL = msgspec.json.Decoder(Model)
 _EXTRA = msgspec.json.Decoder(Extra)
@@ -72,79 +73,82 @@ _NO_OPTIONAL_FIELDS = (msgspec.UNSET,) * len(OPTIONAL_RUN_FIELDS)
 SERIES_CACHE = ProcessCache(maxsize=100_000)
 
 
-def normalize(body: bytes, metadata: dict[str, Any]) -> Batch | None:
-    """The batch of a well-formed list of records; None when the general path must decide,
-    which it also does for what no column can hold (`checks.storable`): text with a NUL
-    character, an integer beyond 64 bits or nesting orjson cannot write (lone surrogates
-    msgspec refuses itself)."""
-    if b"\\u0000" in body:
-        return None
-    try:
-        batch = _normalize(body, metadata)
-        if batch is not None:  # what no digest of a run or series has written yet
-            orjson.dumps(([result.extra_info for result in batch.results],
-                          [run.runners for run in batch.runs.values()]))
-    except orjson.JSONEncodeError:
-        return None
-    return batch
+class FastPath:
+    """The fast path for the records of one upload, adding their runs and series to
+    `normalizer`'s batch."""
 
+    def __init__(self, normalizer: Normalizer):
+        self.normalizer = normalizer
+        self.batch = normalizer.batch
+        self.runs: dict[tuple, str] = {}
+        self.key: tuple | None = None
+        self.meta: dict = {}
+        self.problems = Problems("")
 
-def _normalize(body: bytes, metadata: dict[str, Any]) -> Batch | None:
-    try:
-        records = _DECODER.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-    if not records:
-        return None
-    normalizer = Normalizer(metadata)
-    batch = normalizer.batch
-    results = batch.results
-    runs: dict[tuple, str] = {}
-    no_problems = Problems("")
-    key = meta = None
-    for record in records:
+    def decode(self, raw: bytes | msgspec.Raw) -> ResultInfo | None:
+        """The result of one record's JSON text; None when the general path must decide."""
+        try:
+            record = _RECORD.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+        return self.result(record)
+
+    def result(self, record: RawRecord) -> ResultInfo | None:
+        """The result of a decoded record (its runs and series added to the batch); None
+        when the general path must decide."""
+        try:
+            return self._result(record)
+        except orjson.JSONEncodeError:  # what no digest or JSON column can hold
+            return None
+
+    def _result(self, record: RawRecord) -> ResultInfo | None:
         given = _run_fields(record)
-        if given != key:  # most records share their run fields with the previous one
-            key = given
-            meta = normalizer.meta_for(() if given == _NO_RUN_FIELDS else given,
-                                       dict(zip(RUN_FIELDS, given, strict=True)), no_problems)
+        if given != self.key:  # most records share their run fields with the previous one
+            self.key = given
+            self.meta = self.normalizer.meta_for(
+                () if given == _NO_RUN_FIELDS else given,
+                dict(zip(RUN_FIELDS, given, strict=True)), self.problems)
+        meta = self.meta
         metric = record.metric
         metric_extra = metric.extra_info or {}
         string_values = None
         if "benchmark_values" in metric_extra:
-            string_values = checks.strings(metric_extra["benchmark_values"], no_problems)
+            string_values = checks.strings(metric_extra["benchmark_values"], self.problems)
             metric_extra = {k: v for k, v in metric_extra.items() if k != "benchmark_values"}
         values = metric.benchmark_values or []
-        if no_problems.items or (not values and not string_values):
+        if self.problems.items or (not values and not string_values):
+            self.problems.items.clear()
+            self.key = None  # the next record's run fields are checked again
             return None
+        if metric_extra:
+            orjson.dumps(metric_extra)
         optional = _optional_fields(record)
         run_extra = {} if optional == _NO_OPTIONAL_FIELDS else {
             name: value for name, value in zip(OPTIONAL_RUN_FIELDS, optional, strict=True)
             if value is not msgspec.UNSET}
         # Raw JSON text never holds a NUL byte: joined with one, the parts stay apart (and
         # one bytes object hashes once, however often the caches look it up).
-        run_key = (key, _SEPARATOR.join((record.runners, record.dependencies)),
+        run_key = (given, _SEPARATOR.join((record.runners, record.dependencies)),
                    *run_extra.items())
         series_key = (meta["repo"], metric.name, _SEPARATOR.join((
             record.benchmark, record.model, record.inputs, record.runners)))
-        run = runs.get(run_key)
+        run = self.runs.get(run_key)
         series = SERIES_CACHE.get(series_key)
         if run is None or series is None:
-            result = _decoded(record, normalizer, meta, run_extra, metric_extra, values,
+            result = _decoded(record, self.normalizer, meta, run_extra, metric_extra, values,
                               string_values)
             if result is None:
                 return None
-            runs[run_key] = result.run
-            SERIES_CACHE.put(series_key, (result.series, batch.series[result.series]))
-        else:
-            batch.series.setdefault(series[0], series[1])
-            result = ResultInfo(
-                run=run, series=series[0], timestamp=meta["timestamp"], values=values,
-                value=aggregate(values), target=metric.target_value or None,
-                string_values=string_values or None, extra_info=metric_extra or None,
-                unknown=None)
-        results.append(result)
-    return batch
+            orjson.dumps(self.batch.runs[result.run].runners)
+            self.runs[run_key] = result.run
+            SERIES_CACHE.put(series_key, (result.series, self.batch.series[result.series]))
+            return result
+        self.batch.series.setdefault(series[0], series[1])
+        return ResultInfo(
+            run=run, series=series[0], timestamp=meta["timestamp"], values=values,
+            value=aggregate(values), target=metric.target_value or None,
+            string_values=string_values or None, extra_info=metric_extra or None,
+            unknown=None)
 
 
 def _decoded(record: RawRecord, normalizer: Normalizer, meta: dict, run_extra: dict,

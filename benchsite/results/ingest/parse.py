@@ -9,7 +9,11 @@ Nothing is dropped: fields the contract does not name are kept in `unknown`.
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
+import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
@@ -36,41 +40,90 @@ class BodyError(ValueError):
     """The request body is not JSON, JSON Lines or a known envelope."""
 
 
-def parse_body(body: bytes) -> tuple[list[Any], dict[str, Any]]:
-    """Split a body into its records and the envelope's metadata (empty when none)."""
+# A body split into its records without decoding them: each stays JSON text (a view of the
+# body, no copy) until the fast path or `decode_record` reads it.
+_TOP = msgspec.json.Decoder(list[msgspec.Raw] | dict[str, msgspec.Raw])
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_RAW = msgspec.json.Decoder(msgspec.Raw)
+Text = bytes | msgspec.Raw  # a record still as JSON text
+
+
+def split_body(body: bytes) -> tuple[Iterable[Text | Any], dict[str, Any]]:
+    """Split a body into its records and the envelope's metadata (empty when none). Records
+    come as JSON text (`Text`) where the body allows, else decoded (bare NaN tokens); JSON
+    Lines are read one line at a time, so the body is never held twice."""
     if not body.strip():
         raise BodyError("body: empty; expected a JSON list, a JSON object or JSON Lines")
     try:
-        document = _loads(body)
-    except ValueError as whole_error:
-        lines = [line for line in body.splitlines() if line.strip()]
-        if len(lines) < 2:
-            raise BodyError(f"body: invalid JSON: {whole_error}") from None
-        records = []
-        for number, line in enumerate(body.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(_loads(line))
-            except ValueError as error:
-                raise BodyError(f"body: line {number}: invalid JSON: {error}") from None
-        return records, {}
+        document, text = _TOP.decode(body), True
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
+        try:  # another JSON value, bare NaN tokens, JSON Lines or not JSON
+            if type(error) is msgspec.DecodeError and not _PYTHON_ONLY.search(body):
+                raise ValueError(str(error)) from None  # not decoded again, as a whole
+            document, text = _loads(body), False
+        except ValueError as whole_error:
+            lines = _lines(body)
+            first = list(itertools.islice(lines, 2))
+            if len(first) < 2:
+                raise BodyError(f"body: invalid JSON: {whole_error}") from None
+            return _json_lines(itertools.chain(first, lines)), {}
     if isinstance(document, list):
         return document, {}
     if isinstance(document, dict):
         if "records" in document and "benchmark" not in document:
-            metadata = document.get("metadata") or {}
+            metadata = _decoded(document.get("metadata")) or {}
             if not isinstance(metadata, dict):
                 raise BodyError("metadata: expected an object")
             records = document["records"]
+            if isinstance(records, msgspec.Raw):
+                try:
+                    records = _RAW_LIST.decode(records)
+                except msgspec.ValidationError:
+                    records = None
             if not isinstance(records, list):
                 raise BodyError("records: expected a list of records")
             return records, metadata
-        return [document], {}
+        return [body if text else document], {}
     raise BodyError(f"body: expected a JSON list or object, got {checks.type_name(document)}")
 
 
+def decode_record(record: Text | Any) -> Any:
+    """A record of `split_body` decoded (as it is when it is not text)."""
+    if not isinstance(record, Text):
+        return record
+    try:
+        return _loads(record)
+    except ValueError as error:
+        raise BodyError(f"body: invalid JSON: {error}") from None
+
+
+def _decoded(value: Any) -> Any:
+    return msgspec.json.decode(value) if isinstance(value, msgspec.Raw) else value
+
+
+def _lines(body: bytes) -> Iterator[tuple[int, bytes]]:
+    """The numbered non-blank lines of `body`, one at a time."""
+    for number, line in enumerate(io.BytesIO(body), start=1):
+        if line.strip():
+            yield number, line
+
+
+def _json_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Text | Any]:
+    """Each line's record: its text once checked to be JSON, else decoded (NaN tokens)."""
+    for number, line in lines:
+        try:
+            yield _RAW.decode(line)
+        except (msgspec.DecodeError, RecursionError):
+            try:
+                yield _loads(line)
+            except ValueError as error:
+                raise BodyError(f"body: line {number}: invalid JSON: {error}") from None
+
+
 CONSTANTS = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
+# What only Python's json reads: bare NaN/Infinity, and a surrogate's escape (a lone one is
+# refused by msgspec; Python's json reads it, and `checks.storable` says where it is).
+_PYTHON_ONLY = re.compile(rb"NaN|Infinity|\\u[dD][89a-fA-F]")
 
 
 def _loads(text: bytes) -> Any:
@@ -78,11 +131,13 @@ def _loads(text: bytes) -> Any:
     an integer (orjson would make it a float), so that both paths refuse it."""
     try:
         return msgspec.json.decode(text)
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError) as error:
+        if type(error) is msgspec.DecodeError and not _PYTHON_ONLY.search(text):
+            raise ValueError(str(error)) from None
         # Python's json writes bare NaN/Infinity by default, and so do some real writers.
         # They become the strings "nan"/"inf", which values accept and JSON columns can hold.
         try:
-            return json.loads(text, parse_constant=CONSTANTS.__getitem__)
+            return json.loads(bytes(text), parse_constant=CONSTANTS.__getitem__)
         except RecursionError:
             raise ValueError(f"nested deeper than {checks.MAX_DEPTH} levels") from None
 
@@ -98,35 +153,21 @@ def normalize(
     errors: list[str] = []
     if not records:
         errors.append("records: no records in the upload")
-    unstorable = _may_hold_unstorable(records)
     for index, record in enumerate(records):
         problems = Problems(f"records[{index}]")
-        if unstorable:
-            checks.storable(record, "", problems)
-        result = None if problems.items else _result(record, normalizer, problems)
-        if problems.items:
-            errors.extend(problems.items)
-        elif result is not None:
+        result = record_result(record, normalizer, problems)
+        errors.extend(problems.items)
+        if result is not None:
             normalizer.batch.results.append(result)
     return normalizer.batch, errors
 
 
-def _may_hold_unstorable(records: list[Any]) -> bool:
-    """False when nothing in `records` needs `checks.storable` (which walks every value to
-    say where), by two checks at C speed: orjson writes everything the store can, and
-    writes a NUL character as the escape \\u0000."""
-    try:
-        return b"\\u0000" in orjson.dumps(records)
-    except orjson.JSONEncodeError:
-        return True
-
-
-def validate_records(records: list[Any], metadata: dict[str, Any] | None = None) -> list[str]:
-    """The problems the upload API would report for these records (empty when valid)."""
-    return normalize(records, metadata)[1]
-
-
-def _result(record: Any, normalizer: Normalizer, problems: Problems) -> ResultInfo | None:
+def record_result(record: Any, normalizer: Normalizer, problems: Problems) -> ResultInfo | None:
+    """The result of one decoded record, or None with its problems in `problems`."""
+    if _may_hold_unstorable(record):
+        checks.storable(record, "", problems)
+        if problems.items:
+            return None
     if type(record) is not dict:
         problems.add_whole(f"expected an object, got {checks.type_name(record)}")
         return None
@@ -134,6 +175,21 @@ def _result(record: Any, normalizer: Normalizer, problems: Problems) -> ResultIn
     if problems.items:
         return None
     return normalizer.add(fields)
+
+
+def _may_hold_unstorable(record: Any) -> bool:
+    """False when nothing in `record` needs `checks.storable` (which walks every value to
+    say where), by two checks at C speed: orjson writes everything the store can, and
+    writes a NUL character as the escape \\u0000."""
+    try:
+        return b"\\u0000" in orjson.dumps(record)
+    except orjson.JSONEncodeError:
+        return True
+
+
+def validate_records(records: list[Any], metadata: dict[str, Any] | None = None) -> list[str]:
+    """The problems the upload API would report for these records (empty when valid)."""
+    return normalize(records, metadata)[1]
 
 
 def _fields(record: dict, normalizer: Normalizer, problems: Problems) -> RecordFields:

@@ -22,7 +22,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from benchsite.results.ingest import fast, parse
+from benchsite.results.ingest import mixed, parse
 from benchsite.results.ingest.normalize import Batch
 from benchsite.results.ingest.store import store_for
 from benchsite.results.ingest.summaries import resummarize_runs
@@ -35,9 +35,10 @@ class UploadRefused(Exception):
 
     status = 400
 
-    def __init__(self, errors: list[str]):
+    def __init__(self, errors: list[str], count: int | None = None):
         super().__init__("; ".join(errors[:5]))
         self.errors = errors
+        self.count = len(errors) if count is None else count  # `errors` may list fewer
 
 
 class KeyReused(UploadRefused):
@@ -138,20 +139,18 @@ def rederive(upload: Upload) -> int:
 
 
 def _normalize(body: bytes, metadata: dict[str, Any], received: datetime) -> Batch:
-    """The batch of a body: the fast path when it takes it, else the general path."""
+    """The batch of a body, record by record (`ingest.mixed`)."""
+    defaults = {"timestamp": int(received.timestamp()), **metadata}
     with _cyclic_gc_paused():
-        batch = fast.normalize(body, {"timestamp": int(received.timestamp()), **metadata})
-        if batch is not None:
-            return batch
         try:
-            records, envelope = parse.parse_body(body)
+            records, envelope = parse.split_body(body)
+            batch, errors, count = mixed.normalize(
+                records, {**defaults, **envelope}, escaped_nul=b"\\u0000" in body)
         except parse.BodyError as error:
             raise UploadRefused([str(error)]) from None
-        defaults = {"timestamp": int(received.timestamp()), **metadata, **envelope}
-        batch, errors = parse.normalize(records, defaults)
         del records
     if errors:
-        raise UploadRefused(errors)
+        raise UploadRefused(errors, count)
     return batch
 
 
