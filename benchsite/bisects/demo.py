@@ -118,7 +118,7 @@ def nightly(source: Source, sha: str, night: int, number: int, measured: dict[st
             continue
         try:
             [run] = run_cells(built, job.family, [{"key": cell.key, "cell": cell.cell}],
-                              job.timing, timeout_s=600)
+                              job.timing, timeout_s=600, files=cell.files)
         except RunFailed as error:
             job_tasks.finish(cell, JobCell.Status.FAILED, error=f"{error.reason}\n"
                                                                  f"{error.output_tail}")

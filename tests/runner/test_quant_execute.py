@@ -77,7 +77,8 @@ def test_the_baseline_is_timed_in_every_cell_interleaved_with_its_quantized_mode
         assert len(result.baseline_eager.samples_ms) == 4 * result.eager.pairs
 
 
-def test_a_speedup_whose_interval_stays_wide_is_marked_unstable(make_cell, monkeypatch):
+def test_a_speedup_whose_interval_stays_wide_is_marked_unstable(make_cell, monkeypatch,
+                                                                tmp_path):
     from runner.paired import PairedTiming
     from runner.quant import execute
     from runner.quant.family import run as run_family
@@ -96,7 +97,8 @@ def test_a_speedup_whose_interval_stays_wide_is_marked_unstable(make_cell, monke
     assert (headline["extra_info"]["ci_low"], headline["extra_info"]["ci_high"]) == wide.ci
     assert "unstable eager speedup" in headline["extra_info"]["notes"]
 
-    outcome = run_family(make_cell("int8wo").to_dict(), {}, {}, _context())
+    cell = {**make_cell("int8wo").to_dict(), "output_dir": "inference"}  # under tmp_path
+    outcome = run_family(cell, {}, {}, _context(), tmp_path)
     assert outcome.status == "ok" and outcome.unstable
 
 
