@@ -1,7 +1,8 @@
 """Settings, all taken from the environment (see README: Configuration).
 
-With nothing set, the site runs with DEBUG on, a SQLite file under var/ and in-process task
-execution, so a newcomer needs no other service.
+With nothing set, the site runs with DEBUG off, a SECRET_KEY of its own kept under var/, a
+SQLite file under var/ and in-process task execution, answering on loopback names only, so a
+newcomer needs no other service (scripts/run turns DEBUG on for its loopback-only server).
 """
 
 import json
@@ -9,22 +10,22 @@ from pathlib import Path
 
 import dj_database_url
 import plotly
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 from benchsite.celery import filesystem_broker
 from benchsite.env import env_bool, env_int, env_list, env_str
+from benchsite.secretkey import kept_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("BENCH_VAR_DIR", str(BASE_DIR / "var")))
 
-DEBUG = env_bool("DEBUG", default=True)
-SECRET_KEY = env_str("SECRET_KEY")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
-    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
+DEBUG = env_bool("DEBUG", default=False)
+SECRET_KEY = env_str("SECRET_KEY") or kept_secret_key(VAR_DIR / "secret_key")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# Error pages and reports never show a password, DEBUG or not (benchsite.error_reports).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "benchsite.error_reports.SecretsFilter"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -40,6 +41,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "axes",
+    "csp",
     "benchsite.results",
     "benchsite.jobs",
     "benchsite.regressions",
@@ -51,9 +53,14 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # before anything reads the path or the query: a NUL is a 400, never a database error
+    "benchsite.control_characters.RefuseControlCharacters",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # before anything reads a body (CSRF reads forms): 413 over the view's limit
+    "benchsite.body_limits.LimitRequestBodies",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "benchsite.access.middleware.SiteLoginMiddleware",
@@ -75,6 +82,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "csp.context_processors.nonce",  # CSP_NONCE, for the pages' inline scripts
             ],
         },
     },
@@ -144,13 +152,38 @@ STORAGES = {
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        else "benchsite.staticstorage.CollectedStaticFilesStorage"
+    },
+}
+# Without collectstatic's files (tests, runserver), WhiteNoise serves the apps' own.
+WHITENOISE_USE_FINDERS = DEBUG or not (STATIC_ROOT / "staticfiles.json").exists()
+
+# Content-Security-Policy (django-csp): the site's own scripts and plotly.js (a static file),
+# inline scripts only with the response's nonce. Styles may be inline: plotly.js and Swagger
+# UI set them as they draw, and images may be data: URLs (Swagger UI's icons, plotly's
+# "download as PNG").
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
     },
 }
 
-# Uploads: one limit for the body as sent and once decompressed (gzip bombs are refused).
-BENCH_UPLOAD_MAX_BYTES = env_int("BENCH_UPLOAD_MAX_BYTES", 256 * 1024 * 1024)
-DATA_UPLOAD_MAX_MEMORY_SIZE = BENCH_UPLOAD_MAX_BYTES
+# Request bodies (benchsite.body_limits: 413 before anything reads one). Uploads: one limit
+# for the body as sent and once decompressed (gzip bombs are refused). A CI job's records
+# are kilobytes to a few MB; handling an upload peaks at about 6x its size (measured by
+# tests/results/test_upload_limits.py), so 32 MiB bounds one web worker's request near
+# 200 MB (split larger uploads).
+BENCH_UPLOAD_MAX_BYTES = env_int("BENCH_UPLOAD_MAX_BYTES", 32 * 1024 * 1024)
+# Every other body (job and bisect submissions, forms): a spec is at most 1 MiB
+# (runner.specs.MAX_SPEC_BYTES), up to 3x that as JSON with escapes.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BENCH_REQUEST_MAX_BYTES", 4 * 1024 * 1024)
 
 # API rate limits (benchsite.results.throttles), DRF rates such as "10000/hour"; empty: off.
 # A token's budget covers CI bursts (8 parallel jobs x 1,000 uploads an hour); anonymous
@@ -298,10 +331,21 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
 
-if not DEBUG:
+# BENCH_HTTPS: the site is served over HTTPS by a proxy that terminates TLS and sets
+# X-Forwarded-Proto (and drops any a client sent). Then http:// is redirected to https://,
+# cookies are sent over HTTPS only and browsers are told (HSTS, for BENCH_HSTS_SECONDS,
+# subdomains included, preload allowed) to use nothing else. Off by default: on a plain-HTTP
+# site (scripts/run, docker compose as shipped) secure cookies would make logging in
+# impossible.
+BENCH_HTTPS = env_bool("BENCH_HTTPS", False)
+if BENCH_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
-    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("BENCH_HSTS_SECONDS", 365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
 
 # Regressions: detection after each upload (inline without a broker; off for pure ingestion
 # benchmarks), links in notifications, and the sender of alert emails.

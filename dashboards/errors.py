@@ -33,6 +33,13 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
                    [_default_view(request)])
 
 
+def bad_address(request: HttpRequest) -> HttpResponse:
+    """400: a path no page could have (a control character such as NUL in it)."""
+    return _answer(request, 400, "Bad request",
+                   f"The address {request.path!r} contains a control character (such as "
+                   "NUL): check it.", [_home_link()])
+
+
 def bad_parameter(request: HttpRequest, error: BadParameter) -> HttpResponse:
     """A parameter the page refused: its name and problem, the same page without it and
     the page's default view."""

@@ -102,8 +102,6 @@ class Compare(APIView):
         errors = [f"{name}: required" for name in REQUIRED if not params.get(name)]
         errors += [f"{name}: unknown parameter; known: {', '.join(KNOWN)}"
                    for name in params if name not in KNOWN]
-        errors += [f"{name}: contains a NUL character" for name in KNOWN
-                   if "\0" in params.get(name, "")]
         fdr = None
         if "fdr" in params:
             try:

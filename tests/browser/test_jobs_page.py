@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from benchsite.jobs import submit, tasks
 from benchsite.jobs.submit import submit_job
@@ -19,8 +20,8 @@ def test_progress_updates_live_and_the_page_never_reloads(page, monkeypatch):
     page.evaluate("window.marker = 'still the same page'")
     for cell in job.cells.all():
         tasks.run_cell.apply(args=[cell.pk])
-    page.wait_for_function("document.getElementById('job-count').textContent === '4 / 4'",
-                           timeout=15000)
+    # a locator, not wait_for_function: the site's CSP refuses the eval that one runs
+    expect(page.locator("#job-count")).to_have_text("4 / 4", timeout=15000)
     assert page.locator("#job-status").inner_text() == "succeeded"
     assert page.locator("#cells td.status-succeeded").count() == 4
     assert page.locator("#job-ended").is_visible()
@@ -48,8 +49,8 @@ def test_live_progress_of_a_job_on_the_embedded_worker(page, api, make_token):
         document.getElementById('job-count'), {childList: true, characterData: true,
                                                subtree: true});
     }""")
-    page.wait_for_function("document.getElementById('job-count').textContent === '4 / 4'",
-                           timeout=240_000)
+    # a locator, not wait_for_function: the site's CSP refuses the eval that one runs
+    expect(page.locator("#job-count")).to_have_text("4 / 4", timeout=240_000)
     seen = page.evaluate("window.seen")
     assert {"1 / 4", "2 / 4", "3 / 4"} & set(seen), seen  # followed while it ran
     assert page.locator("#job-status").inner_text() == "succeeded"
