@@ -168,7 +168,9 @@ def _status_kb(field: str) -> int:
 
 def oversized(client, auth: dict[str, str], upload_limit: int, record: dict) -> list[tuple]:
     """(what, status, seconds, peak RSS rise MB, body bytes, response bytes) for a small valid
-    upload (the baseline) and each oversized or bad body."""
+    upload (the baseline) and each oversized or bad body. The client runs in this process:
+    the rise includes the body it holds (an over-limit body refused unread costs about its
+    own size)."""
     line = json.dumps(record).encode()
     count = max(1, (upload_limit - 1024) // (len(line) + 1))
     near_limit = b"[" + b",".join([line] * (count - 1)) + b"," + json.dumps(
