@@ -5,6 +5,8 @@ is on."""
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from django.urls import Resolver404, resolve, reverse
@@ -19,6 +21,7 @@ LISTS = {
     "regressions:detail": ("regression", "all regressions", "regressions:list"),
     "regressions:group": ("alert group", "all regressions", "regressions:list"),
     "regressions:report": ("report", "all reports", "regressions:reports"),
+    "dashboards:bisect": ("bisect", "all regressions", "regressions:list"),
 }
 HOME = ("the home page", "dashboards:home")
 
@@ -72,6 +75,23 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     if route != HOME[1]:
         links.append(_home_link())
     return _answer(request, 404, "Not found", message, links)
+
+
+def json_not_found(view):
+    """`view`, whose Http404 (a missing run, job, regression...) answers as `not_found`'s
+    JSON when `?format=json` (or csv) is asked, DEBUG or not: Django's DEBUG page for a 404
+    is HTML whatever was asked. Without it the 404 goes on to Django as before."""
+
+    @wraps(view)
+    def answer(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except Http404 as error:
+            if not _wants_json(request):
+                raise
+            return not_found(request, error)
+
+    return answer
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

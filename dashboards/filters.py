@@ -10,6 +10,7 @@ naming the parameter instead)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -87,8 +88,19 @@ def prefer(choices: list[str], wanted: str) -> str:
     return wanted if wanted in choices else choices[0] if choices else ""
 
 
+_HEX_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
+
+
+def short_sha(sha: str | None, width: int = 10) -> str:
+    """A commit's label on a page: a hex sha cut to `width` characters, anything else (an
+    ad-hoc job's `adhoc-job-ID`, a ref) whole; None or "" gives ""."""
+    if not sha:
+        return ""
+    return sha[:width] if _HEX_SHA.fullmatch(sha) else sha
+
+
 def commit_choices(shas: list[tuple[str, datetime]], when: str = "%Y-%m-%d") -> list[tuple]:
-    return [(sha, f"{sha[:10]} · {stamp:{when}}") for sha, stamp in shas]
+    return [(sha, f"{short_sha(sha)} · {stamp:{when}}") for sha, stamp in shas]
 
 
 def choice(label: str, **options: Any) -> forms.ChoiceField:

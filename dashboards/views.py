@@ -37,7 +37,7 @@ def _page(builder, template):
         page.context.setdefault("state", state)
         return respond(request, template, page)
 
-    return view
+    return errors.json_not_found(view)
 
 
 quantization_page = _page(quantization.build, "dashboards/quantization.html")
@@ -48,7 +48,7 @@ explorer_page = _page(explorer.build, "dashboards/explorer.html")
 run_page = _page(runs.build, "dashboards/run.html")
 home_page = _page(home.build, "dashboards/home.html")
 compare_page = _page(compare.build, "dashboards/compare.html")
-compare_latest = compare.latest
+compare_latest = errors.json_not_found(compare.latest)
 compilers_page = _page(compilers.build, "dashboards/compilers.html")
 compiler_models_page = _page(compilers.build_models, "dashboards/compilers.html")
 recipes_page = _page(recipes.build, "dashboards/recipes.html")
@@ -64,4 +64,5 @@ reports_page = _page(reports.build_list, "dashboards/reports.html")
 bisect_page = _page(bisects.build_detail, "dashboards/bisect.html")
 regression_bisect = require_POST(bisects.start_for_regression)
 group_bisect = require_POST(bisects.start_for_group)
-report_page = reports.formats(_page(reports.build_detail, "dashboards/report.html"))
+report_page = errors.json_not_found(
+    reports.formats(_page(reports.build_detail, "dashboards/report.html")))

@@ -27,7 +27,7 @@ from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Run
 from dashboards import charts
 from dashboards.choices import repos_and_benchmarks
-from dashboards.filters import prefer
+from dashboards.filters import prefer, short_sha
 from dashboards.pages.common import (
     geomean,
     page_url,
@@ -62,7 +62,7 @@ def build(state: State, base: str, head: str) -> Page:
     series = _details(shown, repo, links=not state.csv)
     series.paging = paging
     return Page(
-        title=f"Compare {base[:10]}...{head[:10]}",
+        title=f"Compare {short_sha(base)}...{short_sha(head)}",
         filters={"repo": repo, "base": base, "head": head, **chosen, "status": status,
                  "verdict": comparison.verdict, "counts": comparison.counts,
                  "branches": comparison.branches, "fdr": comparison.fdr,

@@ -19,6 +19,7 @@ from dashboards.filters import (
     headline_metric,
     pairs,
     percent,
+    short_sha,
 )
 from dashboards.pages.common import (
     IsoUtc,
@@ -147,7 +148,7 @@ def _charts(series, points, names) -> list[dict]:
             "name": names[item.pk],
             "x": [row[0] for row in rows],
             "y": [row[1] for row in rows],
-            "text": [f"{row[3][:10]}" + (f" {row[5][0]}" if row[5] else "") for row in rows],
+            "text": [short_sha(row[3]) + (f" {row[5][0]}" if row[5] else "") for row in rows],
         })
     return [charts.lines(metric, lines, metric) for metric, lines in by_metric.items()
             if any(line["x"] for line in lines)]
@@ -169,7 +170,7 @@ def _summary(series, points, names, threshold, benchmark) -> Table:
             names[item.pk], item.metric, shown, before,
             None if change is None else round(100 * change, 2), target,
             round(100 * value / target, 1) if value is not None and target else None,
-            len(rows), latest[3][:10] if latest else None,
+            len(rows), short_sha(latest[3]) if latest else None,
         ])
         better = direction(item.metric, benchmark).better
         table.classes.append({4: change_class(change, threshold, better)})

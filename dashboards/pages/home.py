@@ -13,6 +13,7 @@ from django.utils import timezone
 from benchsite.regressions.models import AlertGroup, NightlyReport, Regression, SilenceAlert
 from benchsite.regressions.report import group_path, totals
 from benchsite.results.models import Run, RunSummary
+from dashboards.filters import short_sha
 from dashboards.pages.common import page_url
 from dashboards.render import Page, Table
 from dashboards.state import State
@@ -34,8 +35,8 @@ def build(state: State) -> Page:
     for run in runs:
         names = sorted(benchmarks.get(run.pk, []))
         table.rows.append([run.pk, run.timestamp.strftime("%Y-%m-%d %H:%M"), run.repo,
-                           run.head_branch, run.head_sha[:10], run.name, run.arch or run.device,
-                           ", ".join(names), run.result_count])
+                           run.head_branch, short_sha(run.head_sha), run.name,
+                           run.arch or run.device, ", ".join(names), run.result_count])
         first = names[0] if names else ""
         # the run's own branch and device: a job's run on `adhoc` opens that run
         trend = (page_url("dashboards:quantization", repo=run.repo, branch=run.head_branch,

@@ -19,6 +19,7 @@ from dashboards.filters import (
     pairs,
     percent,
     prefer,
+    short_sha,
 )
 from dashboards.pages.common import (
     Interval,
@@ -161,7 +162,7 @@ def build(state: State) -> Page:
 
     cells = _cells_table(state, recipes, shapes, new, old, base, threshold)
     cells.paged(state)  # the heatmap shows them all; the table a page at a time
-    figures = [_heatmap(f"Speedup over bf16 at {sha[:10]} ({arch}, {compile_mode})",
+    figures = [_heatmap(f"Speedup over bf16 at {short_sha(sha)} ({arch}, {compile_mode})",
                         recipes, shapes, new)]
     if base:
         figures.append(_change_heatmap(recipes, shapes, new, old, base, sha))
@@ -262,8 +263,8 @@ def _change_heatmap(recipes, shapes, new, old, base, sha) -> dict:
                   for c, noisy in changes])
         text.append(["—" if c is None else f"{'≈' if noisy else ''}{100 * c:+.1f}%"
                      for c, noisy in changes])
-    return charts.heatmap(f"Speedup change, {base[:10]} → {sha[:10]}", shapes, recipes, z,
-                          text, "change (%)", midpoint=0.0)
+    return charts.heatmap(f"Speedup change, {short_sha(base)} → {short_sha(sha)}", shapes,
+                          recipes, z, text, "change (%)", midpoint=0.0)
 
 
 def _geomean_interval(cells: dict, recipe: str, shapes: set[str]) -> Interval | None:

@@ -3,6 +3,8 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from dashboards import filters
+
 register = template.Library()
 # As Django's json_script escapes: nothing in the JSON can end the script element.
 _SCRIPT_ESCAPES = (("&", "\\u0026"), ("<", "\\u003C"), (">", "\\u003E"))
@@ -17,6 +19,12 @@ def figure_script(value, element_id):
         text = text.replace(char, escaped)
     return format_html('<script id="{}" type="application/json">{}</script>', element_id,
                        mark_safe(text))
+
+
+@register.filter
+def short_sha(sha):
+    """A hex sha cut to 10 characters; an ad-hoc job's `adhoc-job-ID` or a ref whole."""
+    return filters.short_sha(sha)
 
 
 @register.filter
