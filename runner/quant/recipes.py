@@ -259,11 +259,11 @@ class CustomRecipe:
     def config_class(self) -> type:
         """The torchao config class `config` names; ValueError, before any import, unless it
         is an allowed one (runner.quant.allowed)."""
-        from torchao.core.config import AOBaseConfig  # torchao: not for spec checks
-
         problem = allowed.config_problem(self.config)
         if problem:
             raise ValueError(problem)
+        from torchao.core.config import AOBaseConfig  # torchao: not for spec checks
+
         config_class = import_object(self.config)
         if not (isinstance(config_class, type) and issubclass(config_class, AOBaseConfig)):
             raise TypeError(f"{self.config} is not a torchao AOBaseConfig class")
