@@ -1,6 +1,6 @@
-"""The Celery app. With no CELERY_BROKER_URL, tasks run in-process (the tests' eager mode);
-`filesystem://` is the embedded default of scripts/run (a real worker and beat, no service to
-run); Redis is the production broker."""
+"""The Celery app. With no CELERY_BROKER_URL, the embedded broker `filesystem://` (a folder
+under var/, no service to run; scripts/run starts its workers and beat); Redis is the
+production broker. Only the tests run tasks in-process (tests/settings.py)."""
 
 import os
 from pathlib import Path

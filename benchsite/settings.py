@@ -1,8 +1,9 @@
 """Settings, all taken from the environment (see README: Configuration).
 
 With nothing set, the site runs with DEBUG off, a SECRET_KEY of its own kept under var/, a
-SQLite file under var/ and in-process task execution, answering on loopback names only, so a
-newcomer needs no other service (scripts/run turns DEBUG on for its loopback-only server).
+SQLite file under var/ and the embedded Celery broker (a folder under var/, which the workers
+scripts/run starts read), answering on loopback names only, so a newcomer needs no other
+service (scripts/run turns DEBUG on for its loopback-only server).
 """
 
 import json
@@ -43,6 +44,7 @@ INSTALLED_APPS = [
     "axes",
     "csp",
     "benchsite.results",
+    "benchsite.comparison",
     "benchsite.jobs",
     "benchsite.regressions",
     "benchsite.bisects",
@@ -182,7 +184,7 @@ CONTENT_SECURITY_POLICY = {
 # 200 MB (split larger uploads).
 BENCH_UPLOAD_MAX_BYTES = env_int("BENCH_UPLOAD_MAX_BYTES", 32 * 1024 * 1024)
 # Every other body (job and bisect submissions, forms): a spec is at most 1 MiB
-# (runner.specs.MAX_SPEC_BYTES), up to 3x that as JSON with escapes.
+# (runner.engine.specs.MAX_SPEC_BYTES), up to 3x that as JSON with escapes.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BENCH_REQUEST_MAX_BYTES", 4 * 1024 * 1024)
 
 # API rate limits (benchsite.results.throttles), DRF rates such as "10000/hour"; empty: off.
@@ -222,9 +224,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# Celery: no broker configured means the embedded mode, tasks run in-process.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+# Celery: with no CELERY_BROKER_URL, the embedded broker (kombu's filesystem transport under
+# var/, below), shared by the site, `manage.py` commands and the workers scripts/run starts;
+# Redis in production. Tasks never run in-process here: only the tests' settings ask for that
+# (tests/settings.py).
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://localhost/"
+CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -258,7 +263,7 @@ BENCH_QUEUE_HARDWARE = json.loads(env_str("BENCH_QUEUE_HARDWARE") or "null") or 
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", BENCH_CELL_TIME_LIMIT + 300)
 }
-# The embedded default (scripts/run): CELERY_BROKER_URL=filesystem://, kombu's filesystem
+# The embedded default: CELERY_BROKER_URL=filesystem://, kombu's filesystem
 # transport in CELERY_BROKER_FOLDER, by default one folder per database under var/broker/, so
 # two databases' workers never take each other's cells. No redelivery: a cell whose worker
 # died is queued again by the sweeper (its heartbeat stops).
@@ -347,7 +352,7 @@ if BENCH_HTTPS:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
-# Regressions: detection after each upload (inline without a broker; off for pure ingestion
+# Regressions: detection after each upload (a task on the control queue; off for pure ingestion
 # benchmarks), links in notifications, and the sender of alert emails.
 BENCH_DETECT_ON_UPLOAD = env_bool("BENCH_DETECT_ON_UPLOAD", True)
 BENCH_SITE_URL = env_str("BENCH_SITE_URL", "http://localhost:8000")

@@ -21,40 +21,29 @@ from django.db.models import Count
 from benchsite import dates
 from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Series
+from dashboards import families
 from dashboards.choices import repos_and_benchmarks, summary_choices
 from dashboards.state import RANGES, State, not_one_of
-from runner.contract.names import (
-    COMPILERS_BENCHMARK,
-    INSTRUCTIONS_BENCHMARK,
-    KERNELS_BENCHMARK,
-    QUANT_BENCHMARK,
-    CompilerMetric,
-    InstructionMetric,
-    KernelMetric,
-    QuantMetric,
-)
 
 ALL = "all"  # a filter's "no filter" choice where the default is one value (the busiest device)
-HEADLINE = {QUANT_BENCHMARK: QuantMetric.SPEEDUP, COMPILERS_BENCHMARK: CompilerMetric.SPEEDUP,
-            KERNELS_BENCHMARK: KernelMetric.SPEEDUP,
-            INSTRUCTIONS_BENCHMARK: InstructionMetric.COUNT}
-# What a Series column holds where a family uses it for something else: torchao's records
-# name the recipe in benchmark.dtype.
-COLUMN_NAMES = {QUANT_BENCHMARK: {"dtype": "recipe"}}
 
 
 def column_name(benchmark: str, column: str) -> str:
-    """A Series column as a page names it for this benchmark."""
+    """A Series column as a page names it for this benchmark: where its family page says
+    the column holds something else (torchao's records name the recipe in benchmark.dtype)."""
     if column == "arch":
         return "device"
-    return COLUMN_NAMES.get(benchmark, {}).get(column, column.replace("_", " "))
+    page = families.for_benchmark(benchmark)
+    labels = page.labels if page else {}
+    return labels.get(column, column.replace("_", " "))
 
 
 def headline_metric(benchmark: str, metrics: list[str]) -> str:
-    """The metric a benchmark's dashboards lead with: its family's, else the first speedup,
-    else the first metric."""
-    if HEADLINE.get(benchmark) in metrics:
-        return HEADLINE[benchmark]
+    """The metric a benchmark's dashboards lead with: its family page's, else the first
+    speedup, else the first metric."""
+    page = families.for_benchmark(benchmark)
+    if page is not None and page.headline in metrics:
+        return page.headline
     return next((m for m in metrics if "speedup" in m.lower()), metrics[0] if metrics else "")
 
 

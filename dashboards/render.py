@@ -35,13 +35,18 @@ class Table:
     name: str
     columns: list[str]
     rows: list[list[Any]]  # cells: numbers, text, or None for missing
-    links: list[dict[int, str]] = field(default_factory=list)  # per row: column -> URL
-    classes: list[dict[int, str]] = field(default_factory=list)  # per row: column -> CSS class
+    # Per row, by column name (a column's title in `columns`): its cell's link and CSS class.
+    links: list[dict[str, str]] = field(default_factory=list)
+    classes: list[dict[str, str]] = field(default_factory=list)
     paging: Paging | None = None  # when `rows` is one page of a longer table
 
     def as_json(self) -> dict[str, Any]:
         shown = {"name": self.name, "columns": self.columns, "rows": self.rows}
         return shown | ({"paging": self.paging.as_filters()} if self.paging else {})
+
+    def by_column(self) -> list[dict[str, Any]]:
+        """The rows as column name -> value, for a template that lays them out itself."""
+        return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
 
     def paged(self, state: State) -> None:
         """Keep the rows of the page `?page=` asks for (every row for a CSV)."""
@@ -64,10 +69,11 @@ class Table:
             classes = self.classes[r] if r < len(self.classes) else {}
             cells = []
             for c, value in enumerate(row):
+                column = self.columns[c] if c < len(self.columns) else None
                 text = escape(format_cell(value))
-                if c in links:
-                    text = f'<a href="{escape(links[c])}">{text}</a>'
-                css = ("missing " if value is None else "") + classes.get(c, "")
+                if column in links:
+                    text = f'<a href="{escape(links[column])}">{text}</a>'
+                css = ("missing " if value is None else "") + classes.get(column, "")
                 cells.append(f'<td class="{css}">{text}</td>')
             lines.append("<tr>" + "".join(cells) + "</tr>")
         if len(self.rows) > HTML_ROWS:

@@ -1,25 +1,31 @@
 """The HTML pages' routes. The jobs, regressions and recipes pages keep the URL namespaces
 their models' get_absolute_url and the templates name ("jobs:detail", "regressions:list",
-"catalog:recipes"): benchsite.urls mounts each list under its prefix and namespace."""
+"catalog:recipes"): benchsite.urls mounts each list under its prefix and namespace.
 
-from django.urls import path, re_path
+The family pages come from their registry (dashboards.families): each page registered when
+the URLconf loads has a route under its own name ("dashboards:quantization"), and the
+generic route ("dashboards:family", `/<slug>/`) serves every registered page, including
+one registered later; it matches nothing else."""
 
-from dashboards import views
+from django.urls import path, re_path, register_converter
+
+from dashboards import families, views
 
 app_name = "dashboards"
+register_converter(families.FamilyConverter, "family")
+
 urlpatterns = [
-    path("quantization/", views.quantization_page, name="quantization"),
-    path("kernels/", views.kernels_page, name="kernels"),
-    path("instructions/", views.instructions_page, name="instructions"),
-    path("compilers/", views.compilers_page, name="compilers"),
-    path("compilers/models/", views.compiler_models_page, name="compiler-models"),
+    *(path(f"{where}/", views.family_page, {"where": where}, name=served.url_name)
+      for where, served in families.served().items()),
     path("trends/", views.trends_page, name="trends"),
     path("explorer/", views.explorer_page, name="explorer"),
     path("runs/<int:pk>/", views.run_page, name="run"),
+    path("bisects/", views.bisects_page, name="bisects"),
     path("bisects/<int:pk>/", views.bisect_page, name="bisect"),
     path("compare/", views.compare_latest, name="compare-latest"),
     re_path(r"^compare/(?P<base>[^/.]+)\.\.\.(?P<head>[^/.]+)/?$", views.compare_page,
             name="compare"),
+    path("<family:where>/", views.family_page, name="family"),
     path("", views.home_page, name="home"),
 ]
 

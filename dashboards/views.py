@@ -4,19 +4,19 @@ value a page cannot use is reset with a note on the HTML page (`State.fallback`)
 400 naming it for JSON and CSV (`dashboards.errors`). Forms that change something (triage)
 are POST views that redirect back to their page."""
 
+from functools import partial
+
+from django.http import Http404
 from django.views.decorators.http import require_POST
 
-from dashboards import errors
+from dashboards import errors, families
 from dashboards.pages import (
     bisects,
     compare,
-    compilers,
     explorer,
+    family,
     home,
-    instructions,
     jobs,
-    kernels,
-    quantization,
     recipes,
     regressions,
     reports,
@@ -40,17 +40,22 @@ def _page(builder, template):
     return errors.json_not_found(view)
 
 
-quantization_page = _page(quantization.build, "dashboards/quantization.html")
-kernels_page = _page(kernels.build, "dashboards/kernels.html")
-instructions_page = _page(instructions.build, "dashboards/instructions.html")
+def family_page(request, where: str):
+    """A registered family's page, or one of its sub-pages (`where`: "slug[/path]"): its
+    own builder, else the generic family page."""
+    served = families.served().get(where)
+    if served is None:  # unregistered since the URL was resolved
+        raise Http404(f"There is no page at {request.path}: check the address.")
+    build = served.build or partial(family.build, page=served.page)
+    return _page(build, served.page.template)(request)
+
+
 trends_page = _page(trends.build, "dashboards/trends.html")
 explorer_page = _page(explorer.build, "dashboards/explorer.html")
 run_page = _page(runs.build, "dashboards/run.html")
 home_page = _page(home.build, "dashboards/home.html")
 compare_page = _page(compare.build, "dashboards/compare.html")
 compare_latest = errors.json_not_found(compare.latest)
-compilers_page = _page(compilers.build, "dashboards/compilers.html")
-compiler_models_page = _page(compilers.build_models, "dashboards/compilers.html")
 recipes_page = _page(recipes.build, "dashboards/recipes.html")
 jobs_page = _page(jobs.build_list, "dashboards/jobs.html")
 job_page = _page(jobs.build_detail, "dashboards/job.html")
@@ -61,6 +66,7 @@ group_page = _page(regressions.build_group, "dashboards/group.html")
 group_triage = require_POST(regressions.group_triage)
 bulk_triage = require_POST(regressions.bulk_triage)
 reports_page = _page(reports.build_list, "dashboards/reports.html")
+bisects_page = _page(bisects.build_list, "dashboards/bisects.html")
 bisect_page = _page(bisects.build_detail, "dashboards/bisect.html")
 regression_bisect = require_POST(bisects.start_for_regression)
 group_bisect = require_POST(bisects.start_for_group)

@@ -7,7 +7,7 @@ layers (below 0.5 ms a call), in the same run.
 Both sides do a whole cell of a torchao microbenchmark config: build the layer, copy it,
 apply the recipe, (compile,) and time. Ours is `runner.quant.execute.run_cell` with the
 default timing settings: the baseline and the quantized model timed together in interleaved
-blocks until the speedup's 95% interval is within 2% (runner.paired), so one cell gives the
+blocks until the speedup's 95% interval is within 2% (runner.engine.paired), so one cell gives the
 speedup and its interval. torchao's runner times one model per cell with
 torch.utils.benchmark.Timer (one thread, 100 warm-up calls, then the mean of 100 calls),
 so its speedups need the baseline recipe's cell too, once per shape: per speedup, its

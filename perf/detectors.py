@@ -85,12 +85,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchsite.comparison import points  # noqa: E402
 from benchsite.regressions.detect import (  # noqa: E402
     Detection,
-    baselines,
     changepoint,
     hud_policy,
-    points,
+    reference_detectors,
 )
 from runner.contract.directions import LOWER  # noqa: E402
 
@@ -187,8 +187,8 @@ DETECTORS: dict[str, Callable[[Series], list[Alert]]] = {
     # the tolerance of times (5 %). Every finding of it says "worse".
     "HUD policy (its direction)":
         lambda s: _alerts(hud_policy.scan(s.values, DIRECTION), all_worse=True),
-    "z-score (Conbench)": lambda s: _alerts(baselines.zscore(s.best)),
-    "previous point 5%": lambda s: _alerts(baselines.previous_point(s.medians)),
+    "z-score (Conbench)": lambda s: _alerts(reference_detectors.zscore(s.best)),
+    "previous point 5%": lambda s: _alerts(reference_detectors.previous_point(s.medians)),
 }
 
 

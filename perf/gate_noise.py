@@ -7,7 +7,7 @@ drawn at random per series) at 1 %, 2 % and 5 % noise, in two variants: one valu
 (the noise is that of the value), and 5 repetitions a night, whose run-to-run noise (shared
 by a night's repetitions) is the noise named and whose within-run noise is a third of it.
 
-Each series is judged the way `benchsite.regressions.compare` judges it, with the pure
+Each series is judged the way `benchsite.comparison.compare` judges it, with the pure
 functions it calls: `judge.judge(base repetitions, head repetitions,
 judge.baseline(history), "lower", Rules(tolerance=0.05, min_history=5, alpha=0.05))`
 where the history is the series' point
@@ -28,9 +28,9 @@ its base (medians of their repetitions).
 
 The gate as shipped (first table, checked): `runner gate` judges one run of the head and,
 where a regression the false discovery rate held back as noise would fail at the looser
-rate `runner.gate.CONFIRM`, asks for another run (exit 4); a CI that runs the head again
-(the README's loop) has it judged on all its runs, up to `runner.gate.RUNS`. Each stage is
-decided by `runner.gate.run_again` itself. Its recall: 10 % regressions (steps up) failing
+rate `runner.cli.gate.CONFIRM`, asks for another run (exit 4); a CI that runs the head again
+(the README's loop) has it judged on all its runs, up to `runner.cli.gate.RUNS`. Each stage is
+decided by `runner.cli.gate.run_again` itself. Its recall: 10 % regressions (steps up) failing
 the comparison, against the fixed rule flagging them on one run.
 
 The other tables (no check): one run of the head, as the compare page and API judge it,
@@ -59,14 +59,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchsite.regressions.detect import judge, points  # noqa: E402
-from benchsite.regressions.detect.judge import (  # noqa: E402
+from benchsite.comparison import judge, points  # noqa: E402
+from benchsite.comparison.judge import (  # noqa: E402
     CHANGED,
     IMPROVEMENT,
     REGRESSION,
     Rules,
 )
-from runner import gate  # noqa: E402
+from runner.cli import gate  # noqa: E402
 from runner.contract.directions import LOWER  # noqa: E402
 
 # DetectionSettings' defaults (checked by tests/regressions/test_perf_scripts.py) and the
@@ -224,7 +224,7 @@ def held_to(quiet: list[list[judge.Verdict]], steps: list[judge.Verdict], wanted
 @dataclass
 class Shipped:
     """The gate as shipped: one run of the head; where it asks for another (exit 4,
-    `runner.gate.run_again` at its default --confirm), the head runs again, up to gate.RUNS
+    `runner.cli.gate.run_again` at its default --confirm), the head runs again, up to gate.RUNS
     runs, each time judged on all its runs. Its figures and the fixed rule's, on the same
     quiet comparisons and 10 % regressions (steps up)."""
 
@@ -243,7 +243,7 @@ class Shipped:
 def gate_decision(stages: list[list[judge.Verdict]]) -> tuple[list[judge.Verdict], int]:
     """The gate's verdicts in the end, and the runs of the head it took: the verdicts of
     the head's first k runs (`stages[k - 1]`) held to the default rate, run by run, until
-    the gate fails or no longer asks for another run (`runner.gate.run_again`)."""
+    the gate fails or no longer asks for another run (`runner.cli.gate.run_again`)."""
     for runs, verdicts in enumerate(stages, 1):
         held = judge.control(verdicts, RULES.fdr)
         rows = [{"state": v.state, "held": v.held, "adjusted_p": v.adjusted, "head_runs": runs}

@@ -4,7 +4,7 @@
 
 Needs PostgreSQL (default postgres@127.0.0.1:5432; --admin-url to change). It recreates the
 database `benchsite_ingest_bench`, serves the site with gunicorn on a local port, uploads
-torchao-style records with the CI client (`runner.upload`, gzip + idempotency key), then
+torchao-style records with the CI client (`runner.cli.upload`, gzip + idempotency key), then
 COPYs the rows the API wrote again and prints
 both rates and their ratio. Target: the API at no less than a third of raw COPY speed.
 The baseline COPYs the rows of one pass into the same table at its size then (its
@@ -30,6 +30,7 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from runner.cli.upload import upload_bytes  # noqa: E402
 from runner.contract.names import (  # noqa: E402
     QUANT_BENCHMARK,
     QUANT_MODEL_TYPE,
@@ -37,7 +38,6 @@ from runner.contract.names import (  # noqa: E402
     QuantMetric,
     quant_model_name,
 )
-from runner.upload import upload_bytes  # noqa: E402
 
 DB = "benchsite_ingest_bench"
 BROKER = "redis://127.0.0.1:6379/13"

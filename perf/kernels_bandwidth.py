@@ -18,10 +18,10 @@ import re
 import sys
 from collections import defaultdict
 
+from runner.engine.timing_data import TimingSettings
 from runner.kernels.backends import BACKENDS
 from runner.kernels.definitions import DTYPES, KERNELS
 from runner.kernels.spec import parse
-from runner.timing import TimingSettings
 
 # Peak DRAM bandwidth (GB/s) by device name, most specific first: vendors' data sheets.
 PEAK_GBPS = (

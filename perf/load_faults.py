@@ -6,7 +6,7 @@ Needs PostgreSQL and Redis on 127.0.0.1. It recreates the database (`--database`
 `benchsite_load_faults`), empties the broker's Redis database (`--broker`), serves the site
 with gunicorn, starts a control worker (detection, and the sweeper every 2 s) and a CPU
 worker, submits a job of short CPU cells, and lets N clients upload distinct payloads with
-the CI client (`runner.upload`: retries with the same Idempotency-Key). Meanwhile, every few
+the CI client (`runner.cli.upload`: retries with the same Idempotency-Key). Meanwhile, every few
 seconds, it terminates every server backend of the database (`pg_terminate_backend`: what a
 database restart does to connections; PostgreSQL itself keeps running) and SIGKILLs the CPU
 worker, in turn the whole worker and only its pool child, restarting what died. Then it
@@ -37,7 +37,7 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runner.upload import UploadError, upload_bytes  # noqa: E402
+from runner.cli.upload import UploadError, upload_bytes  # noqa: E402
 
 REPO = "load/faults"
 RECORDS_PER_UPLOAD = 10

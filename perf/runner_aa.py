@@ -6,12 +6,13 @@ For several layer sizes (about 0.05 ms to 10 ms a call on this machine's CPU), e
 compiled, it times the layer against a deep copy of itself with three methods, `--repeats`
 times each, twice: once on the machine as it is ("quiet") and once with `--load` competing
 CPU-bound processes that the script starts and stops itself ("loaded"):
-- window: the runner's old way: all samples of A (runner.timers.time_cpu / time_cuda), then
-  all of B, speedup = ratio of medians; its 95% interval from a bootstrap of both samples;
+- window: the runner's old way: all samples of A
+  (runner.engine.torch_timers.time_cpu / time_cuda), then all of B, speedup = ratio of
+  medians; its 95% interval from a bootstrap of both samples;
 - torchao: torchao.utils.benchmark_model with 100 calls per side (after 2 warm-up calls),
   the mean per call, as torchao's microbenchmark runner times; it has no interval;
-- paired: runner.timers.pair_cpu / pair_cuda with the default settings (interleaved blocks,
-  median of the pair ratios, sign-test interval, adaptive stopping);
+- paired: runner.engine.torch_timers.pair_cpu / pair_cuda with the default settings
+  (interleaved blocks, median of the pair ratios, sign-test interval, adaptive stopping);
 - itself: paired, the layer against itself (not its copy). Two copies of a compiled layer
   are two graphs and can differ by about 1 % for real on small layers, which the copy's
   interval then rightly excludes; against itself only the measurement's error is left, so
@@ -39,8 +40,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from perf.competing_load import competing, loadavg  # noqa: E402
-from runner.timers import cpu_threads, pair_cpu, pair_cuda, time_cpu, time_cuda  # noqa: E402
-from runner.timing import TimingSettings  # noqa: E402
+from runner.engine.timing_data import TimingSettings  # noqa: E402
+from runner.engine.torch_timers import cpu_threads, pair_cpu, pair_cuda, time_cpu, time_cuda  # noqa: E402
 
 SIZES = [(16, 256, 256), (32, 512, 512), (64, 512, 1024), (128, 1024, 1024),
          (256, 2048, 2048)]  # (M, K, N) of one bf16 linear layer: ~0.04 to 10 ms on a CPU

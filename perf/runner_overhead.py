@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from runner.engine.timing_data import TimingSettings
 from runner.quant.spec import load_spec
-from runner.timing import TimingSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 

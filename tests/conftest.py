@@ -74,7 +74,7 @@ def api(db):
 def _fresh_comparisons():
     """Comparisons are kept per process by run ids and result counts, which a test database
     rolled back may hand out again with other results."""
-    from benchsite.regressions.compare import RECENT
+    from benchsite.comparison.compare import RECENT
 
     RECENT.clear()
 

@@ -15,7 +15,7 @@ from benchsite.bisects import search
 from benchsite.bisects.lab import SiteLab
 from benchsite.bisects.models import Bisect
 from benchsite.bisects.notify import tell_culprit
-from benchsite.regressions.detect.judge import MIN_REPETITIONS
+from benchsite.comparison.judge import MIN_REPETITIONS
 from benchsite.regressions.models import DetectionSettings, RegressionEvent
 from runner.sources.git import GitError
 

@@ -12,9 +12,9 @@ from django.db import transaction
 
 from benchsite.bisects.models import Bisect, BisectStep, Source
 from benchsite.bisects.search import Skip
+from benchsite.comparison.directions import HIGHER, LOWER, direction_of
 from benchsite.results.ingest import store_upload
 from benchsite.results.models import Upload
-from runner.contract.directions import HIGHER, LOWER, direction
 from runner.contract.status import OK
 from runner.sources.builds import BuildFailed, Workspace
 from runner.sources.commit import RunFailed, run_cells
@@ -126,13 +126,14 @@ class SiteLab:
 
     def choose_metric(self, records: list[dict]) -> None:
         """A bisect started without a metric follows the cell's first numeric one; which way
-        is worse comes from the record contract's directions."""
+        is worse comes from the site's directions (an admin's override, else the record
+        contract's)."""
         first = next((r for r in records if r["metric"].get("benchmark_values")), None)
         if first is None:
             return
         metric = first["metric"]["name"]
-        better = direction(metric, first.get("benchmark", {}).get("name", ""),
-                           first["metric"].get("extra_info", {}).get("unit", "")).better
+        better = direction_of(metric, first.get("benchmark", {}).get("name", ""),
+                              first["metric"].get("extra_info", {}).get("unit", "")).better
         self.bisect.metric = metric
         self.bisect.worse = {LOWER: 1, HIGHER: -1}.get(better, 0)
         self.bisect.save(update_fields=["metric", "worse"])

@@ -9,8 +9,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.urls import reverse
 
+from benchsite import links
 from benchsite.access.models import check_provided_module
 from runner.contract.repos import repo_problem
 from runner.sources import builds
@@ -172,14 +172,14 @@ class Bisect(models.Model):
         return f"{self.get_kind_display()} {self.pk}: {self.good_ref}..{self.bad_ref}"
 
     def get_absolute_url(self) -> str:
-        return reverse("dashboards:bisect", args=[self.pk])
+        return links.bisect_url(self.pk)
 
     @property
     def ended(self) -> bool:
         return self.state in self.ENDED
 
     def files(self, sha: str, round_number: int) -> Path:
-        """The folder on the worker for the files of one round at `sha` (runner.folders)."""
+        """The folder on the worker for the files of one round at `sha` (runner.engine.folders)."""
         return (Path(settings.BENCH_FILES_DIR) / "bisects" / str(self.pk)
                 / f"{sha[:12]}-{round_number}")
 

@@ -33,7 +33,7 @@ from typing import Protocol
 
 from scipy import stats
 
-from benchsite.regressions.detect.judge import MIN_REPETITIONS
+from benchsite.comparison.judge import MIN_REPETITIONS
 
 CULPRIT, NOT_REPRODUCED, AMBIGUOUS, FAILED = "culprit", "not_reproduced", "ambiguous", "failed"
 GOOD, BAD, SKIPPED = "good", "bad", "skipped"

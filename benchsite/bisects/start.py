@@ -14,13 +14,13 @@ from django.db import transaction
 from benchsite.access.models import AllowedCodeModule
 from benchsite.bisects.models import Bisect, Source
 from benchsite.bisects.tasks import enqueue
+from benchsite.comparison.directions import HIGHER, LOWER
 from benchsite.jobs.models import JobCell
 from benchsite.jobs.submit import JobRefused, plan_spec
 from benchsite.regressions.groups import summarize
 from benchsite.regressions.models import AlertGroup, Regression
 from benchsite.results.models import UploadToken
 from runner import families
-from runner.contract.directions import HIGHER, LOWER
 
 LISTED = 10  # cells named in an error
 
@@ -127,7 +127,8 @@ def start_regression(regression: Regression, *, source: Source | None = None,
                 f"{where}: {'no source' if not sources else 'several sources'} for its repo "
                 f"{series.repo!r}; name one (sources are set up in the admin)")
         source = sources[0]
-    worse = {LOWER: 1, HIGHER: -1}.get(regression.direction, 0) or (
+    # Which way is worse as the site judges the metric now (an admin's override counts).
+    worse = {LOWER: 1, HIGHER: -1}.get(regression.direction_now().better, 0) or (
         1 if regression.magnitude > 0 else -1)
     job = cell.job
     return start_spec(

@@ -7,9 +7,7 @@ import difflib
 import io
 import zipfile
 from dataclasses import asdict
-from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
@@ -18,6 +16,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from benchsite import links
 from benchsite.catalog import schedules, versions
 from benchsite.catalog.configs import check_config
 from benchsite.catalog.forms import ConfigForm, ImportForm, RecipeForm, RunForm, ScheduleForm
@@ -27,7 +26,7 @@ from benchsite.catalog.run import run_config
 from benchsite.catalog.transfer import config_name, export_config, import_config
 from benchsite.jobs.models import Job
 from benchsite.jobs.submit import JobRefused
-from runner.specs import SpecError
+from runner.engine.specs import SpecError
 
 FORM_PAGE = "admin/catalog/form_page.html"
 
@@ -137,7 +136,7 @@ class BenchmarkConfigAdmin(admin.ModelAdmin):
         commit = latest_commit(obj)
         if commit is None:
             return "no results yet"
-        url = f"{reverse('dashboards:quantization')}?{urlencode(asdict(commit))}"
+        url = links.family_page_url("quantization", **asdict(commit))
         return format_html('<a href="{}">on the quantization page</a>', url)
 
     @admin.display(description="jobs")
@@ -245,10 +244,6 @@ class BenchmarkConfigAdmin(admin.ModelAdmin):
                                           f"{task.crontab} UTC, measuring "
                                           f"{commit[:12] if commit else 'no commit (adhoc)'} "
                                           "(celery beat submits the job)")
-                if settings.CELERY_TASK_ALWAYS_EAGER:
-                    messages.warning(request, "No broker is configured (CELERY_BROKER_URL), so "
-                                              "no celery beat runs here: the schedule fires "
-                                              "only once beat runs (./scripts/run starts one)")
                 return redirect(self._change_url(config))
         return self._page(request, f"Schedule {config.name}", form, items=[config.name],
                           submit="Save schedule")

@@ -19,9 +19,9 @@ from benchsite.catalog.hardware import queue_hardware
 from benchsite.catalog.models import Recipe
 from benchsite.jobs.submit import Plan
 from runner import families
+from runner.engine.specs import DEFAULT_FAMILY, SpecError, family_name, parse_yaml
 from runner.quant import recipes
 from runner.quant.cells import QuantCell
-from runner.specs import DEFAULT_FAMILY, SpecError, family_name, parse_yaml
 
 RECIPES_KEY = "quantization_config_recipe_names"
 EXAMPLES = 3  # cell keys shown per skip reason

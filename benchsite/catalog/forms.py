@@ -11,7 +11,7 @@ from benchsite.catalog.schedules import NIGHTLY
 from benchsite.catalog.validation import RecipeCheck, check_recipe
 from benchsite.jobs.models import ADHOC_BRANCH
 from benchsite.jobs.submit import CommitRefused, job_commit
-from runner.specs import SpecError
+from runner.engine.specs import SpecError
 
 DEVICE_CHOICES = [("cpu", "cpu"), ("cuda", "cuda")]
 RECIPE_FIELDS = ["name", "enabled", "description", "config", "kwargs", "sparsify", "devices",

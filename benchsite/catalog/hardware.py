@@ -1,6 +1,6 @@
 """What each queue's workers have (setting BENCH_QUEUE_HARDWARE), and which cells they skip.
 
-The rules are the runner's (runner.devices.device_problem and Requirements.unmet),
+The rules are the runner's (runner.engine.torch_devices.device_problem and Requirements.unmet),
 applied to a described machine instead of the one running the check.
 """
 

@@ -10,7 +10,7 @@ from benchsite.catalog.configs import check_config
 from benchsite.catalog.models import BenchmarkConfig
 from benchsite.jobs.models import Job
 from benchsite.jobs.submit import JobRefused, submit_job, submit_plan
-from runner.specs import SpecError
+from runner.engine.specs import SpecError
 
 
 def run_config(config: BenchmarkConfig, *, queue: str, via: str, user=None,

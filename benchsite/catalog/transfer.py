@@ -11,7 +11,7 @@ from django.db import transaction
 from benchsite.catalog import versions
 from benchsite.catalog.configs import check_config
 from benchsite.catalog.models import CONFIG_NAME_RULE, BenchmarkConfig
-from runner.specs import SpecError
+from runner.engine.specs import SpecError
 
 
 def config_name(path: str) -> str:

@@ -17,9 +17,9 @@ from django.conf import settings
 
 from benchsite.catalog import recipe_build
 from benchsite.catalog.models import Recipe
+from runner.engine.specs import SpecError
 from runner.quant import recipes
 from runner.quant.spec import check_custom_recipe
-from runner.specs import SpecError
 
 # The spec keys of a custom recipe mapping -> the Recipe field they come from.
 SPEC_KEY_FIELDS = {

@@ -83,3 +83,16 @@ def broker_lost_data() -> bool:
         return bool(client.set(MARKER, timezone.now().isoformat(), nx=True))
     finally:
         client.close()
+
+
+def consumers(queue: str, timeout: float = 2.0) -> list[str] | None:
+    """The workers that consume `queue`, as answered within `timeout` s to a broadcast (any
+    broker with fanout: Redis, the embedded filesystem one); None where tasks run in-process
+    (the tests), so there is nothing to ask."""
+    from benchsite.celery import app  # the app is the package's; imported where it is asked
+
+    if app.conf.task_always_eager:
+        return None
+    answers = app.control.inspect(timeout=timeout).active_queues() or {}
+    return sorted(worker for worker, queues in answers.items()
+                  if any(q.get("name") == queue for q in queues))

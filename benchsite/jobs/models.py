@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db import models
-from django.urls import reverse
 
+from benchsite import links
 from benchsite.results.models import Run
 
 # A job run without a commit measures whatever the worker has installed: its runs are on
@@ -19,15 +18,6 @@ ADHOC_BRANCH = "adhoc"
 
 def adhoc_sha(job_id: int) -> str:
     return f"adhoc-job-{job_id}"
-
-
-# Family -> (dashboard page, whether the page can be opened at one commit by `sha`).
-DASHBOARDS = {
-    "quantization": ("dashboards:quantization", True),
-    "kernels": ("dashboards:kernels", True),
-    "compilers": ("dashboards:compilers", False),
-    "instructions": ("dashboards:instructions", False),
-}
 
 
 class Job(models.Model):
@@ -88,7 +78,7 @@ class Job(models.Model):
         return f"job {self.pk}: {self.name} on {self.queue}"
 
     def get_absolute_url(self) -> str:
-        return reverse("jobs:detail", args=[self.pk])
+        return links.job_url(self.pk)
 
     @property
     def adhoc(self) -> bool:
@@ -100,12 +90,9 @@ class Job(models.Model):
         return self.status in self.ENDED
 
     def dashboard_url(self) -> str:
-        """The dashboard page of this job's family, at this job's results where it can be."""
-        name, by_commit = DASHBOARDS.get(self.family, DASHBOARDS["quantization"])
-        query = {"repo": self.repo}
-        if by_commit:
-            query.update(branch=self.head_branch, sha=self.head_sha)
-        return f"{reverse(name)}?{urlencode(query)}"
+        """The dashboard page of this job's family (the dashboards' family pages say
+        which), at this job's results where it can be; "" when no page shows the family."""
+        return links.family_page_url(self.family, self.repo, self.head_branch, self.head_sha)
 
     def run_metadata(self) -> dict[str, object]:
         """The v3 run fields of the results this job stores. A run names the job; the job is
@@ -161,5 +148,5 @@ class JobCell(models.Model):
     @property
     def files(self) -> Path:
         """The folder this cell's files (profiles, traces, snapshots) go to on its worker: a
-        spec's paths are relative to it (runner.folders)."""
+        spec's paths are relative to it (runner.engine.folders)."""
         return Path(settings.BENCH_FILES_DIR) / "jobs" / str(self.job_id) / str(self.index)

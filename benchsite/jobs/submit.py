@@ -15,9 +15,9 @@ from benchsite.jobs.models import ADHOC_BRANCH, Job, JobCell, adhoc_sha
 from benchsite.jobs.tasks import enqueue
 from benchsite.results.models import UploadToken
 from runner import families
-from runner.cells import Planned
 from runner.contract.repos import repo_problem
-from runner.specs import SpecError, parse_yaml
+from runner.engine.cells import Planned
+from runner.engine.specs import SpecError, parse_yaml
 
 
 class JobRefused(ValueError):

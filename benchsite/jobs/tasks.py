@@ -41,7 +41,7 @@ from benchsite.results.ingest import store_upload
 from benchsite.results.models import Upload
 from runner import families
 from runner.contract.status import FAILED, OK, SKIPPED
-from runner.environment import RunContext
+from runner.engine.run_context import RunContext
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3

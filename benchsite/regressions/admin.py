@@ -8,14 +8,12 @@ from benchsite.regressions.groups import triage_members
 from benchsite.regressions.models import (
     AlertGroup,
     DetectionSettings,
-    MetricDirection,
     MetricThreshold,
     NotificationTarget,
     Regression,
     RegressionEvent,
     SilenceAlert,
 )
-from runner.contract.directions import direction
 
 
 class RegressionEventInline(admin.TabularInline):
@@ -125,20 +123,6 @@ class AlertGroupAdmin(admin.ModelAdmin):
     @admin.display(description="open or acknowledged", ordering="current_count")
     def current(self, obj):
         return obj.current_count
-
-
-@admin.register(MetricDirection)
-class MetricDirectionAdmin(admin.ModelAdmin):
-    list_display = ["metric", "benchmark", "direction", "without_override"]
-    search_fields = ["metric", "benchmark"]
-    readonly_fields = ["without_override"]
-
-    @admin.display(description="without this override")
-    def without_override(self, obj):
-        if not obj.metric:
-            return "—"
-        found = direction(obj.metric, obj.benchmark)
-        return f"{found.better or 'unknown'} ({found.rule})"
 
 
 class MetricThresholdInline(admin.TabularInline):

@@ -9,8 +9,9 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchsite.regressions.compare import FILTERS, CannotCompare, recent_comparison
-from benchsite.regressions.detect.judge import MAX_FDR, STATES, check_fdr
+from benchsite.comparison.compare import FILTERS, CannotCompare
+from benchsite.comparison.judge import MAX_FDR, STATES, check_fdr
+from benchsite.regressions.comparisons import recent_comparison
 
 REQUIRED = ("repo", "base", "head")
 OPTIONS = ("fdr",)

@@ -3,6 +3,9 @@
 Series and model names come from uploads: every name that reaches a label, a title or a
 hover text is HTML-escaped here (plotly renders a subset of HTML in them), and pages embed
 the figure with `json_script`.
+
+A pass/fail series (string results such as "pass", "fail_accuracy": `comparison.outcomes`)
+is drawn as a strip of pass and fail markers over its commits instead of a line.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from datetime import datetime
 import numpy as np
 from django.utils.html import escape
 
+from benchsite.comparison import outcomes
+from benchsite.regressions.groups import CHANGE_TEXTS
 from benchsite.regressions.models import Regression
 from benchsite.results.models import Result, Series
 
@@ -37,11 +42,17 @@ def series_chart_payload(series: Series, results: Iterable[Result],
     point (a vertical line and a label), the commit range last good .. first bad (a shaded
     span) and the baseline band (baseline +- noise before the change).
 
+    A series whose results are pass/fail outcomes (text, no numbers) is a strip of markers
+    instead (`_outcome_strip`), with the same marks of its regressions.
+
     `results`: the series' results ordered by timestamp, with `run` loaded
-    (`select_related("run")`, for the commit in hover texts)."""
+    (`select_related("run")`, for the commit in hover texts), all of one history (a
+    branch: a page passes only its own branch's results)."""
     results = list(results)
     if regressions is None:
         regressions = series.regressions.all()
+    if is_pass_fail(results):
+        return _outcome_strip(series, results, regressions)
     x = [result.timestamp.isoformat() for result in results]
     data = []
     if repetitions:
@@ -74,6 +85,53 @@ def series_chart_payload(series: Series, results: Iterable[Result],
     return {"data": data, "layout": layout}
 
 
+def is_pass_fail(results: list[Result]) -> bool:
+    """Whether these results are pass/fail outcomes: text results and no numbers."""
+    return (any(result.string_values for result in results)
+            and not any(result.value is not None for result in results))
+
+
+PASS, FAIL, OTHER = "pass", "fail", "not judged"  # the strip's rows
+OUTCOME_COLOURS = {PASS: "#1a7f37", FAIL: "#cf222e", OTHER: "#8c959f"}
+
+
+def _outcome_strip(series: Series, results: list[Result],
+                   regressions: Iterable[Regression]) -> dict:
+    """A pass/fail series: one marker per result on a "pass" or a "fail" row (skipped or
+    empty outcomes on a "not judged" row), coloured by outcome; hover: the outcome's text,
+    the commit and the time."""
+    rows: dict[str, list[Result]] = {PASS: [], FAIL: [], OTHER: []}
+    for result in results:
+        passed = outcomes.passes(result.string_values)
+        rows[OTHER if passed is None else PASS if passed else FAIL].append(result)
+    data = [{
+        "type": "scatter", "mode": "markers", "name": row,
+        "x": [result.timestamp.isoformat() for result in shown],
+        "y": [row] * len(shown),
+        "text": [escape(f"{outcomes.text(result.string_values) or '(empty)'}: "
+                        f"{result.run.head_sha[:10]} {result.run.head_branch}")
+                 for result in shown],
+        "hovertemplate": "%{text}<br>%{x}<extra></extra>",
+        "marker": {"size": 9, "symbol": "square", "color": OUTCOME_COLOURS[row]},
+    } for row, shown in rows.items() if shown or row != OTHER]
+    shapes, annotations = [], []
+    for regression in regressions:
+        _mark(regression, results, shapes, annotations)
+    label_rows = _stack_labels(annotations, results)
+    categories = [FAIL, PASS] + ([OTHER] if rows[OTHER] else [])
+    layout = {
+        "title": {"text": escape(str(series)), "font": {"size": 14}},
+        "xaxis": {"type": "date"},
+        "yaxis": {"title": {"text": escape(series.metric)}, "type": "category",
+                  "categoryorder": "array", "categoryarray": categories,
+                  "range": [-0.5, len(categories) - 0.5]},
+        "hovermode": "closest", "shapes": shapes, "annotations": annotations,
+        "margin": {"t": 60 + LABEL_ROW_PX * (label_rows - 1), "r": 20},
+        "legend": {"orientation": "h"},
+    }
+    return {"data": data, "layout": layout}
+
+
 def _mark(regression: Regression, results: list[Result], shapes: list, annotations: list) -> None:
     colour = COLOURS[regression.kind] if regression.state not in (
         Regression.State.EXPECTED, Regression.State.FALSE_POSITIVE) else TRIAGED_AWAY
@@ -93,7 +151,8 @@ def _mark(regression: Regression, results: list[Result], shapes: list, annotatio
                        "y0": regression.baseline * (1 - noise),
                        "y1": regression.baseline * (1 + noise),
                        "fillcolor": "#0969da", "opacity": 0.1, "line": {"width": 0}})
-    label = f"{regression.get_kind_display()} {regression.magnitude:+.1%}"
+    size = CHANGE_TEXTS.get(regression.detector) or f"{regression.magnitude:+.1%}"
+    label = f"{regression.get_kind_display()} {size}"
     annotations.append({
         "x": change, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom",
         "text": escape(label), "showarrow": False, "font": {"color": colour, "size": 11},

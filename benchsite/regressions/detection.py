@@ -42,20 +42,20 @@ from django.db.models import Count
 from django.utils import timezone
 from scipy import stats
 
-from benchsite.regressions import baselines
+from benchsite.comparison import outcomes, stored_baselines
+from benchsite.comparison.directions import HIGHER, better_for
+from benchsite.comparison.history import History, recent
+from benchsite.comparison.outcomes import passes
+from benchsite.regressions.changes import recorded_changes
 from benchsite.regressions.detect import Detection, changepoint, hud_policy
-from benchsite.regressions.history import History, recent
 from benchsite.regressions.models import (
     AlertGroup,
     DetectionSettings,
     Detector,
-    MetricDirection,
     Regression,
     RegressionEvent,
 )
-from benchsite.regressions.outcomes import passes
 from benchsite.results.models import Result, Run, Series
-from runner.contract.directions import HIGHER
 from runner.contract.status import STATUS_METRIC
 
 # How many points apart two detections of one change may be placed.
@@ -81,8 +81,8 @@ def detect_series(series_ids: Iterable[int], branch: str,
     if not histories:
         return []
     series = Series.objects.in_bulk(list(histories))
-    directions = MetricDirection.resolve(list(series.values()),
-                                         {pk: history.unit for pk, history in histories.items()})
+    directions = better_for(series.values(),
+                            {pk: history.unit for pk, history in histories.items()})
     existing = _existing(histories, branch)
     changes = _changepoints(histories, series, settings)
     new: list[tuple[Regression, History]] = []
@@ -109,7 +109,9 @@ def detect_series(series_ids: Iterable[int], branch: str,
     if updated:
         Regression.objects.bulk_update(updated, UPDATED_FIELDS)
     created = _save(_aligned(new, series, branch), branch)
-    baselines.store_newest(histories, [branch], settings)  # (after: a change found is kept)
+    # (after: a change found now is kept, and starts its series' level)
+    stored_baselines.store_newest(histories, recorded_changes(histories, [branch]),
+                                  settings.lookback_points)
     return created
 
 
@@ -407,8 +409,8 @@ def accuracy_changes(series_ids: Iterable[int], branch: str) -> list[Regression]
             if was and not now:
                 found.append(Regression(
                     series_id=pk, branch=branch, detector=Detector.ACCURACY,
-                    kind=Regression.Kind.REGRESSION, direction=HIGHER, baseline=1.0,
-                    value=0.0, magnitude=-1.0, points_after=1, detected_at=bad_at,
+                    kind=Regression.Kind.REGRESSION, direction=outcomes.DIRECTION,
+                    baseline=1.0, value=0.0, magnitude=-1.0, points_after=1, detected_at=bad_at,
                     first_bad_run_id=bad_run, first_bad_at=bad_at,
                     last_good_run_id=good_run, last_good_at=good_at))
     return _new_only(found, branch)

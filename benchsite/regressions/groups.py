@@ -70,6 +70,29 @@ class Summary:
         """Members of the kinds that are notified (regressions, changes)."""
         return sum(1 for m in self.members if m.kind in Regression.NOTIFIED_KINDS)
 
+    @property
+    def worst_text(self) -> str:
+        """The worst change as shown, in the better sense: "-12.3 %", or "pass → fail" where
+        the worst member is an accuracy failure (a missing metric: "present → absent")."""
+        if not self.members:
+            return ""
+        return (CHANGE_TEXTS.get(self.members[0].detector)
+                or f"{better_change(self.members[0]) * 100:+.1f} %")
+
+    @property
+    def median_text(self) -> str:
+        """The median as shown: a percentage of the members with a magnitude, followed by
+        how many pass → fail (present → absent) members there are; only the latter where no
+        member has a magnitude ("pass → fail" for one, "3 × pass → fail" for three)."""
+        numeric = [better_change(m) for m in self.members
+                   if m.detector not in CHANGE_TEXTS]
+        texts = Counter(CHANGE_TEXTS[m.detector] for m in self.members
+                        if m.detector in CHANGE_TEXTS)
+        parts = [f"{statistics.median(numeric) * 100:+.1f} %"] if numeric else []
+        parts += [text if count == 1 and not numeric else f"{count} × {text}"
+                  for text, count in texts.items()]
+        return ", ".join(parts)
+
     def states_text(self) -> str:
         """"3 open, 1 false positive"."""
         labels = dict(Regression.State.choices)

@@ -60,15 +60,14 @@ import logging
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Model, Prefetch
-from django.urls import reverse
 from django.utils import timezone
 
+from benchsite import links
 from benchsite.regressions.groups import CHANGE_TEXTS, github_compare_url, summarize
 from benchsite.regressions.models import (
     AlertGroup,
@@ -190,9 +189,7 @@ def _group_item(group: AlertGroup) -> dict:
     # The notified kinds first, each part worst first (the summary's order).
     members = sorted(summary.members, key=lambda m: m.kind not in Regression.NOTIFIED_KINDS)
     listed = members[:MAX_LISTED]
-    compare = (reverse("dashboards:compare", kwargs={"base": group.last_good_sha,
-                                                     "head": group.first_bad_sha})
-               + "?" + urlencode({"repo": group.repo})
+    compare = (links.compare_url(group.last_good_sha, group.first_bad_sha, repo=group.repo)
                if group.last_good_sha and group.last_good_sha != group.first_bad_sha else "")
     return {
         "type": "group", "id": group.pk, "url": _url(group.get_absolute_url()),
@@ -232,7 +229,7 @@ def _regression_item(regression: Regression) -> dict:
 
 def _silence_item(alert: SilenceAlert) -> dict:
     return {
-        "id": alert.pk, "url": _url(reverse("regressions:list")), "repo": alert.repo,
+        "id": alert.pk, "url": _url(links.regressions_url()), "repo": alert.repo,
         "device": alert.device, "arch": alert.arch,
         "series": str(alert.series) if alert.series_id else None,
         "last_seen": alert.last_seen.isoformat(),

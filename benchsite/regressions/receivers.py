@@ -1,5 +1,5 @@
-"""Detection on ingestion: every stored upload queues `detect_upload` (run inline in the
-embedded mode, where there is no broker)."""
+"""Detection on ingestion: every stored upload queues `detect_upload` on the control queue
+(run in-process only in the tests)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,6 @@ def detect_after_upload(sender, upload_id: int, **kwargs) -> None:
     try:
         detect_upload.delay(upload_id)
     except Exception:
-        # The upload is stored whatever happens here: a failed detection (inline) or an
-        # unreachable broker must not turn its response into an error.
+        # The upload is stored whatever happens here: a failed detection (in-process in the
+        # tests) or an unreachable broker must not turn its response into an error.
         logger.exception("regression detection for upload %s failed", upload_id)

@@ -10,7 +10,7 @@ A series' state, the first that applies:
   its creation time where it has none). A record of unknown direction ("change") or one the
   HUD policy raised as "suspicious" counts as suspicious.
 - "suspicious": nothing raised, but the HUD policy's verdict on its points since its latest
-  recorded change (`baselines.recorded_changes`: change-point records, false positives
+  recorded change (`changes.recorded_changes`: change-point records, false positives
   excluded) up to the end of the day is "regression" or "suspicious": a change raised on
   an earlier night is not suspicious again, a new change on top of it is. Too few points
   since the change for the HUD's windows is no regression (unless the next rule applies).
@@ -25,7 +25,7 @@ A series with only text results that day (accuracy) has no numeric history: it i
 regression when the accuracy check raised one, else no regression.
 
 Histories and recorded changes are read with one query each per chunk of series
-(`history.recent`, `baselines.recorded_changes`), never per series.
+(`history.recent`, `changes.recorded_changes`), never per series.
 
 Generic webhook payload (JSON, POST):
 
@@ -47,13 +47,14 @@ from django.db.models import Q
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
+from benchsite.comparison.directions import better_for
+from benchsite.comparison.history import recent
+from benchsite.comparison.stored_baselines import level_start
 from benchsite.regressions import notify
-from benchsite.regressions.baselines import level_start, recorded_changes
+from benchsite.regressions.changes import recorded_changes
 from benchsite.regressions.detect import hud_policy
-from benchsite.regressions.history import recent
 from benchsite.regressions.models import (
     DetectionSettings,
-    MetricDirection,
     NightlyReport,
     NotificationTarget,
     Regression,
@@ -151,8 +152,8 @@ def _judge(ids: list[int], series: dict[int, Series], branch: str, end: datetime
     until = end - timedelta(microseconds=1)
     histories = recent(ids, wanted, [branch], until=until)
     changes = recorded_changes(ids, [branch], until=until, raised_by=until)
-    directions = MetricDirection.resolve([series[pk] for pk in ids],
-                                         {pk: history.unit for pk, history in histories.items()})
+    directions = better_for([series[pk] for pk in ids],
+                            {pk: history.unit for pk, history in histories.items()})
     states = {}
     for pk in ids:
         history = histories.get(pk)

@@ -20,7 +20,7 @@ injected so the dashboards and detectors have something to find:
 Quantization speedups are written as the runner's paired timing writes them: the ratio of
 each interleaved pair as values (their median is the speedup: for the recipes, the bf16
 time over the quantized one, as before), and in extra_info the sign-test 95% interval of
-the median (`runner.paired.median_interval`), the pairs and `unstable`. About one cell in
+the median (`runner.engine.paired.median_interval`), the pairs and `unstable`. About one cell in
 seventy has a noisy neighbour on its night: it runs to its budget and mostly stays unstable
 (as do a few quiet A100 cells: 1% of H100 speedups are unstable, 3% of A100 ones).
 
@@ -61,11 +61,11 @@ from runner.contract.names import (
     quant_model_name,
 )
 from runner.contract.status import SKIPPED, status_metric
+from runner.engine.paired import STOPPED_BUDGET, PairedTiming, speedup_metric
+from runner.engine.timing_data import TimingSettings
 from runner.instructions.builtin import BUILTIN as INSTRUCTION_DEFINITIONS
 from runner.instructions.definitions import expand as expand_instructions
 from runner.kernels.definitions import bytes_moved
-from runner.paired import STOPPED_BUDGET, PairedTiming, speedup_metric
-from runner.timing import TimingSettings
 
 
 @dataclass(frozen=True)

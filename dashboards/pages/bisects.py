@@ -1,4 +1,6 @@
-"""`/bisects/N/`: a bisect or A/B try job: its outcome, the followed metric over every
+"""`/bisects/`: every bisect and A/B try job, newest first, with the API's filters
+(`/api/v3/bisects`: state, kind, repo, source, queue, regression) in the URL, a page at a
+time; `/bisects/N/`: a bisect or A/B try job: its outcome, the followed metric over every
 commit it measured (each repetition a point, the culprit marked) and its steps; and the
 "Bisect" buttons of the regression and alert-group pages (POST, then here)."""
 
@@ -7,18 +9,77 @@ from __future__ import annotations
 from statistics import median
 
 from django.contrib import messages
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
 
 from benchsite.bisects.lab import label
-from benchsite.bisects.models import Bisect, describe
+from benchsite.bisects.models import Bisect, Source, describe
 from benchsite.bisects.start import BisectRefused, start_group, start_regression
 from benchsite.regressions.models import AlertGroup, Regression
 from dashboards.pages.common import page_url
+from dashboards.paging import paged
 from dashboards.render import Page, Table
+from dashboards.state import State
 
 START_PERMISSION = "bisects.add_bisect"
 CULPRIT_COLOR, POINT_COLOR = "#d62728", "#1f77b4"
+LIST_COLUMNS = ["bisect", "kind", "state", "repo", "source", "spec", "metric", "good", "bad",
+                "culprit", "regression", "queue", "created", "finished", "progress"]
+
+
+def build_list(state: State) -> Page:
+    """Bisects and try jobs, newest first, filtered as the API's list is (each filter a
+    dropdown of the values there are; a value not offered is reset with a note, or answers
+    400 to a JSON or CSV reader)."""
+    sources = list(Source.objects.order_by("name").values_list("name", "repo"))
+    repos = sorted({repo for _, repo in sources})
+    queues = list(Bisect.objects.order_by("queue").values_list("queue", flat=True).distinct())
+    chosen = {
+        "state": state.choice("state", ["", *Bisect.State.values]),
+        "kind": state.choice("kind", ["", *Bisect.Kind.values]),
+        "repo": state.choice("repo", ["", *repos]),
+        "source": state.choice("source", ["", *(name for name, _ in sources)]),
+        "queue": state.choice("queue", ["", *queues]),
+        "regression": _regression_id(state),
+    }
+    bisects = Bisect.objects.select_related("source", "head_source")
+    if chosen["repo"]:
+        bisects = bisects.filter(Q(source__repo=chosen["repo"])
+                                 | Q(head_source__repo=chosen["repo"]))
+    fields = {"state": "state", "kind": "kind", "source": "source__name", "queue": "queue",
+              "regression": "regression_id"}
+    bisects = bisects.filter(**{fields[name]: chosen[name] for name in fields
+                                if chosen[name]})
+    shown, paging = paged(state, bisects)
+    table = Table("bisects", LIST_COLUMNS, [], paging=paging)
+    for bisect in shown:
+        table.rows.append([
+            bisect.pk, bisect.kind, bisect.state, bisect.source.repo, bisect.source.name,
+            bisect.spec_name, bisect.metric or None, bisect.good_sha or bisect.good_ref,
+            bisect.bad_sha or bisect.bad_ref, bisect.culprit_sha or None,
+            bisect.regression_id, bisect.queue, bisect.created_at.isoformat(),
+            bisect.finished_at.isoformat() if bisect.finished_at else None,
+            bisect.progress or None])
+        links = {"bisect": bisect.get_absolute_url()}
+        if bisect.regression_id:
+            links["regression"] = reverse("regressions:detail", args=[bisect.regression_id])
+        table.links.append(links)
+    return Page(title="Bisects and try jobs", filters={**chosen, **paging.as_filters()},
+                tables=[table],
+                context={"states": Bisect.State.values, "kinds": Bisect.Kind.values,
+                         "repos": repos, "sources": [name for name, _ in sources],
+                         "queues": queues})
+
+
+def _regression_id(state: State) -> str:
+    raw = state.text("regression")
+    if raw and not raw.isdigit():
+        raw = state.fallback("regression", f"{raw!r} is not a regression id", "",
+                             f"regression: {raw!r} is not a regression id; ignored.")
+        state.values["regression"] = raw
+    return raw
 
 
 def build_detail(state, pk: int) -> Page:
@@ -49,7 +110,8 @@ def build_detail(state, pk: int) -> Page:
         title=f"{bisect.get_kind_display().capitalize()} {bisect.pk}",
         filters={"bisect": bisect.pk}, tables=[table], figures=figures,
         context={"bisect": bisect, "data": data, "outcome": bisect.outcome,
-                 "steps": list(zip(steps, rows, strict=True)), "compare": compare,
+                 "steps": list(zip(steps, table.by_column(), strict=True)),
+                 "compare": compare,
                  "culprit": bisect.outcome.get("culprit")})
 
 

@@ -12,8 +12,8 @@ from urllib.parse import urlencode
 from django.db.models import CharField, Exists, Func, OuterRef
 from django.urls import reverse
 
+from benchsite.comparison.directions import HIGHER
 from benchsite.results.models import Run, RunSummary
-from runner.contract.directions import HIGHER
 
 
 @dataclass(frozen=True)

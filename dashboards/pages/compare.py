@@ -10,12 +10,8 @@ from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 
 from benchsite.caching import ProcessCache
-from benchsite.regressions.compare import (
-    CannotCompare,
-    Comparison,
-    recent_comparison,
-)
-from benchsite.regressions.detect.judge import (
+from benchsite.comparison.compare import CannotCompare, Comparison
+from benchsite.comparison.judge import (
     IMPROVEMENT,
     MAX_FDR,
     NOISY,
@@ -23,6 +19,7 @@ from benchsite.regressions.detect.judge import (
     STATES,
     check_fdr,
 )
+from benchsite.regressions.comparisons import recent_comparison
 from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Run
 from dashboards import charts
@@ -159,11 +156,11 @@ def _groups(rows, repo, base, head) -> Table:
                            *counts.values()])
         drill = {"repo": repo, "benchmark": benchmark, "metric": metric}
         table.links.append({
-            5 + offset: page_url("dashboards:compare", base, head, **drill, status=status)
-            for offset, status in enumerate(STATES) if counts[status]
-        } | {0: page_url("dashboards:compare", base, head, **drill)})
-        table.classes.append({5: "worse" if counts[REGRESSION] else "",
-                              6: "better" if counts[IMPROVEMENT] else ""})
+            status: page_url("dashboards:compare", base, head, **drill, status=status)
+            for status in STATES if counts[status]
+        } | {"benchmark": page_url("dashboards:compare", base, head, **drill)})
+        table.classes.append({REGRESSION: "worse" if counts[REGRESSION] else "",
+                              IMPROVEMENT: "better" if counts[IMPROVEMENT] else ""})
     return table
 
 
@@ -181,11 +178,11 @@ def _details(rows, repo: str, links: bool) -> Table:
                            row.state.replace("_", " "), row.base, row.head, row.benchmark,
                            row.backend, row.mode, row.dtype, row.rule])
         if links:
-            table.links.append({0: page_url(explorer, repo=repo,
-                                            benchmark=row.benchmark, model=row.model,
-                                            metric=row.metric, arch=row.arch, range="90d")})
-            table.classes.append({3: CLASSES.get(row.state, ""),
-                                  5: CLASSES.get(row.state, "")})
+            table.links.append({"model": page_url(
+                explorer, repo=repo, benchmark=row.benchmark, model=row.model,
+                metric=row.metric, arch=row.arch, range="90d")})
+            table.classes.append({"change %": CLASSES.get(row.state, ""),
+                                  "state": CLASSES.get(row.state, "")})
     return table
 
 

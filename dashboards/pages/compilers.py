@@ -22,36 +22,31 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from django.db.models import Case, JSONField, When
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from benchsite.comparison import outcomes
+from benchsite.comparison.directions import metric_directions
 from benchsite.results.ingest.summaries import PASS_VALUES
 from benchsite.results.models import Result
 from dashboards.choices import series_options, summary_choices
-from dashboards.filters import (
-    BranchAndDevice,
-    Filters,
-    choice,
-    commit_choices,
-    pairs,
-    percent,
-    prefer,
-)
+from dashboards.families import FamilyPage, SubPage, register
+from dashboards.filters import choice, commit_choices, pairs, percent, prefer
 from dashboards.pages.common import (
     Interval,
     change_class,
     compare_url,
     geomean_interval,
     interval_of,
-    latest_shas,
     page_url,
     within_noise,
 )
+from dashboards.pages.family import FamilyFilters
 from dashboards.render import HTML_ROWS, Page, Table
 from dashboards.state import State
-from runner.contract.directions import HIGHER, direction
 from runner.contract.names import COMPILERS_BENCHMARK, CompilerMetric
 
 ACCURACY, SPEEDUP = CompilerMetric.ACCURACY, CompilerMetric.SPEEDUP
@@ -59,12 +54,11 @@ COMPILE, MEMORY = CompilerMetric.COMPILE_TIME, CompilerMetric.COMPRESSION
 METRICS = (ACCURACY, SPEEDUP, COMPILE, MEMORY)
 TITLES = {ACCURACY: "passrate", SPEEDUP: "geomean speedup", COMPILE: "mean compile time",
           MEMORY: "memory compression ratio"}
+MODEL_COLUMNS = {SPEEDUP: "speedup", ACCURACY: "accuracy", COMPILE: "compile time",
+                 MEMORY: "compression ratio"}  # the models page's, after "model"
 # Where a model's (or a geomean's) speedup interval is kept beside its metrics; not a metric.
 INTERVAL = "speedup interval"
 NOISY = "≈ "  # marks a change past the threshold that is inside the noise
-# A passrate is judged higher-is-better; the others as the contract's table says.
-DIRECTIONS = {ACCURACY: HIGHER, **{metric: direction(metric, COMPILERS_BENCHMARK).better
-                                   for metric in (SPEEDUP, COMPILE, MEMORY)}}
 
 
 @dataclass(frozen=True)
@@ -88,15 +82,23 @@ class Scope:
     def threshold_of(self, metric: str) -> float:
         return self.memory_threshold if metric == MEMORY else self.threshold
 
+    @cached_property
+    def directions(self) -> dict[str, str | None]:
+        """A passrate is judged as pass/fail outcomes are; the others as the site's
+        directions say (an admin's override, else the contract's table), asked once, when
+        a change past its threshold first needs it."""
+        found = metric_directions(COMPILERS_BENCHMARK, (SPEEDUP, COMPILE, MEMORY))
+        return {ACCURACY: outcomes.DIRECTION,
+                **{metric: judged.better for metric, judged in found.items()}}
 
-class CompilerFilters(BranchAndDevice, Filters):
+
+class CompilerFilters(FamilyFilters):
     """Repo -> benchmark (those with compile times: HUD-shaped records) -> branch -> device
     -> the two commits -> mode -> precision."""
 
-    repo = choice("Repo")
+    REPO = "pytorch/pytorch"
+
     benchmark = choice("Benchmark")
-    branch = choice("Branch")
-    arch = choice("Device")
     base = choice("Base")
     new = choice("New")
     mode = choice("Mode")
@@ -113,9 +115,6 @@ class CompilerFilters(BranchAndDevice, Filters):
     def options_repo(self, values):
         return pairs(series_options(("repo",), metric=COMPILE)["repo"])
 
-    def default_repo(self, values, choices):
-        return prefer(choices, "pytorch/pytorch")
-
     def options_benchmark(self, values):
         return pairs(series_options(("benchmark",), repo=values["repo"],
                                     metric=COMPILE)["benchmark"])
@@ -124,9 +123,7 @@ class CompilerFilters(BranchAndDevice, Filters):
         return prefer(choices, COMPILERS_BENCHMARK)
 
     def options_new(self, values):
-        self.shas = latest_shas(values["repo"], values["benchmark"], values["branch"],
-                                arch=values["arch"])
-        return commit_choices(self.shas)
+        return self.commits(values)
 
     def options_base(self, values):
         return commit_choices(self.shas)
@@ -169,9 +166,9 @@ class ModelFilters(CompilerFilters):
 
 @dataclass
 class TitledTable(Table):
-    """A table whose cells may carry a tooltip (per row: column -> text)."""
+    """A table whose cells may carry a tooltip (per row: column name -> text)."""
 
-    titles: list[dict[int, str]] = field(default_factory=list)
+    titles: list[dict[str, str]] = field(default_factory=list)
 
     def html_body(self) -> str:
         body = super().html_body()
@@ -184,7 +181,8 @@ class TitledTable(Table):
                 continue
             cells = lines[r].split("<td ")
             for column, title in titles.items():
-                cells[column + 1] = f'title="{escape(title)}" ' + cells[column + 1]
+                at = self.columns.index(column) + 1
+                cells[at] = f'title="{escape(title)}" ' + cells[at]
             lines[r] = "<td ".join(cells)
         return mark_safe("\n".join(lines))  # noqa: S308 - the body and titles are escaped
 
@@ -323,7 +321,8 @@ def base_to_new(chosen: Scope, metric: str, values: dict,
     if metric == ACCURACY and base is not None and new is not None and base[0] > new[0]:
         return f"{_text(metric, base)} → {_text(metric, new)}", "worse"  # the HUD's rule
     threshold = chosen.threshold_of(metric)
-    css = change_class(change, threshold, DIRECTIONS[metric])
+    past = change is not None and abs(change) > threshold  # only then does a direction matter
+    css = change_class(change, threshold, chosen.directions[metric] if past else None)
     text = f"{_text(metric, base)} → {_text(metric, new)}"
     if within_noise(base_interval, new_interval):
         if css:  # past the threshold, inside the noise: neither gain nor loss
@@ -353,18 +352,18 @@ def _matrix(state, chosen, metric, backends, suites, summary, intervals) -> Tabl
     table = TitledTable(TITLES[metric], ["backend", *suites], [])
     for backend in backends:
         row, classes, links, titles = [backend], {}, {}, {}
-        for column, suite in enumerate(suites, start=1):
+        for suite in suites:
             values = summary.get((metric, backend, suite))
             if values is None:
                 row.append(None)
                 continue
             shown = intervals.get((backend, suite), {}) if metric == SPEEDUP else None
-            text, classes[column] = base_to_new(chosen, metric, values, shown)
+            text, classes[suite] = base_to_new(chosen, metric, values, shown)
             if shown and (title := interval_title(chosen, shown)):
-                titles[column] = title
+                titles[suite] = title
             row.append(text)
-            links[column] = state.url("dashboards:compiler-models", backend=backend,
-                                      suite=suite)
+            links[suite] = state.url("dashboards:compiler-models", backend=backend,
+                                     suite=suite)
         table.rows.append(row)
         table.classes.append(classes)
         table.links.append(links)
@@ -402,24 +401,22 @@ def build_models(state: State) -> Page:
     for (sha, _backend, _suite, model), measured in measured_by.items():
         for metric, value in measured.items():
             found[model][metric][sha] = value
-    table = TitledTable("models", ["model", "speedup", "accuracy", "compile time",
-                                   "compression ratio"], [])
+    table = TitledTable("models", ["model", *MODEL_COLUMNS.values()], [])
     for model in sorted(found):
         row, classes, titles = [model], {}, {}
         intervals = found[model].get(INTERVAL, {})
-        for column, metric in enumerate((SPEEDUP, ACCURACY, COMPILE, MEMORY), start=1):
+        for metric, column in MODEL_COLUMNS.items():
             text, classes[column] = _model_cell(chosen, metric, found[model].get(metric, {}),
                                                 intervals)
             row.append(text)
         if title := interval_title(chosen, intervals):
-            titles[1] = title
+            titles[MODEL_COLUMNS[SPEEDUP]] = title
         table.rows.append(row)
         table.classes.append(classes)
         table.titles.append(titles)
-        table.links.append({0: page_url("dashboards:explorer", repo=chosen.repo,
-                                        benchmark=chosen.benchmark, model=model,
-                                        backend=backend, mode=chosen.mode, arch=chosen.arch,
-                                        range="90d")})
+        table.links.append({"model": page_url(
+            "dashboards:explorer", repo=chosen.repo, benchmark=chosen.benchmark, model=model,
+            backend=backend, mode=chosen.mode, arch=chosen.arch, range="90d")})
     return Page(title=f"Compilers: {backend} on {suite}",
                 filters=dict(state.values), tables=[table],
                 context={"form": form, "missing": not found, "models": True,
@@ -443,3 +440,10 @@ def _model_cell(chosen: Scope, metric: str, values: dict,
     css = ("worse" if passed == [True, False] else "better" if passed == [False, True]
            else "")
     return f"{base or '—'} → {new or '—'}", css
+
+
+PAGE = register(FamilyPage(
+    family="compilers", benchmark=COMPILERS_BENCHMARK, slug="compilers", label="Compilers",
+    headline=SPEEDUP, template="dashboards/compilers.html", build=build,
+    filters=CompilerFilters, columns=TITLES, order=20,
+    subpages=(SubPage("models", "compiler-models", build_models),)))

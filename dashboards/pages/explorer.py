@@ -6,6 +6,7 @@ from django import forms
 from django.db.models import OuterRef, Subquery
 from django.urls import reverse
 
+from benchsite.comparison.directions import metric_directions
 from benchsite.results.models import Result, Series
 from dashboards import charts
 from dashboards.choices import series_options
@@ -27,7 +28,6 @@ from dashboards.pages.common import (
 )
 from dashboards.render import Page, Table
 from dashboards.state import State
-from runner.contract.directions import direction
 
 MAX_LINES = 12  # series shown: the ones that changed most over the range
 RANKED = 500  # series ranked by their change (the first by name, where more match)
@@ -157,6 +157,7 @@ def _charts(series, points, names) -> list[dict]:
 def _summary(series, points, names, threshold, benchmark) -> Table:
     table = Table("series", ["series", "metric", "latest", "previous", "change %", "target",
                              "% of target", "points", "latest commit"], [])
+    directions = metric_directions(benchmark, {item.metric for item in series})
     for item in series:
         rows = points[item.pk]
         latest = rows[-1] if rows else None
@@ -172,8 +173,9 @@ def _summary(series, points, names, threshold, benchmark) -> Table:
             round(100 * value / target, 1) if value is not None and target else None,
             len(rows), short_sha(latest[3]) if latest else None,
         ])
-        better = direction(item.metric, benchmark).better
-        table.classes.append({4: change_class(change, threshold, better)})
-        table.links.append({8: reverse("dashboards:run", args=[latest[4]])} if latest else {})
+        better = directions[item.metric].better
+        table.classes.append({"change %": change_class(change, threshold, better)})
+        table.links.append({"latest commit": reverse("dashboards:run", args=[latest[4]])}
+                           if latest else {})
     return table
 

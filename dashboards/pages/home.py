@@ -43,7 +43,8 @@ def build(state: State) -> Page:
                           sha=run.head_sha, arch=run.arch) if first == QUANT_BENCHMARK
                  else page_url("dashboards:trends", repo=run.repo, benchmark=first,
                                branch=run.head_branch, arch=run.arch))
-        table.links.append({0: reverse("dashboards:run", args=[run.pk]), 7: trend})
+        table.links.append({"run": reverse("dashboards:run", args=[run.pk]),
+                            "benchmarks": trend})
     return Page(title="Benchmarks", filters={}, tables=[table],
                 context={"recent": last_day(timezone.now() - RECENT)})
 

@@ -7,27 +7,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from benchsite.comparison.directions import direction_of
 from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Result
 from dashboards import charts
-from dashboards.choices import series_options
-from dashboards.filters import (
-    BranchAndDevice,
-    Filters,
-    choice,
-    commit_choices,
-    pairs,
-    percent,
-    prefer,
-)
-from dashboards.pages.common import (
-    change_class,
-    compare_url,
-    latest_shas,
-)
+from dashboards.families import FamilyPage, register
+from dashboards.filters import choice, commit_choices, pairs, percent, prefer
+from dashboards.pages.common import change_class, compare_url
+from dashboards.pages.family import FamilyFilters
 from dashboards.render import Page, Table
 from dashboards.state import State
-from runner.contract.directions import direction
 from runner.contract.names import INSTRUCTIONS_BENCHMARK, InstructionMetric
 from runner.contract.status import STATUS_METRIC
 from runner.instructions.definitions import benchmark_key
@@ -40,11 +29,10 @@ SORTS = {  # URL value -> label
     "decrease": "most instructions removed",
     "name": "name",
 }
-DIRECTION = direction(COUNT_METRIC, INSTRUCTIONS_BENCHMARK).better  # lower is better
 COLUMNS = ["benchmark", "runtime", "autograd", "threads", "base", "head", "change %",
            "head wall us", "status"]
-CHANGE_COLUMN = COLUMNS.index("change %")
 RECENT = 10  # commits searched for the default pair: the largest change among them
+WHEN = "%Y-%m-%d %H:%M"  # a commit's time in the head and base choices
 
 
 @dataclass
@@ -120,42 +108,32 @@ def largest_change(repo: str, arch: str,
     return best
 
 
-class InstructionFilters(BranchAndDevice, Filters):
+class InstructionFilters(FamilyFilters):
     """Repo -> branch -> device -> head and base (default: the largest change among the
     recent commits) -> the benchmark charted (default: the one that changed most)."""
 
     BENCHMARK = INSTRUCTIONS_BENCHMARK
+    REPO = "pytorch/pytorch"
 
-    repo = choice("Repo")
-    branch = choice("Branch")
-    arch = choice("Device")
     head = choice("Head")
     base = choice("Base")
     threshold = percent("Threshold %", 1, 0.1)
     sort = choice("Sort by", choices=list(SORTS.items()), initial="change")
     benchmark = choice("Chart of")
-    parents = {"branch": ("repo",), "arch": ("repo", "branch"),
-               "head": ("repo", "branch", "arch"), "base": ("repo", "branch", "arch"),
-               "benchmark": ("base", "head")}
-
-    def options_repo(self, values):
-        return pairs(series_options(("repo",), benchmark=INSTRUCTIONS_BENCHMARK)["repo"])
-
-    def default_repo(self, values, choices):
-        return prefer(choices, "pytorch/pytorch")
+    parents = {**FamilyFilters.parents, "head": ("repo", "branch", "arch"),
+               "base": ("repo", "branch", "arch"), "benchmark": ("base", "head")}
 
     def options_head(self, values):
-        self.shas = latest_shas(values["repo"], INSTRUCTIONS_BENCHMARK, values["branch"],
-                                arch=values["arch"])
+        choices = self.commits(values, WHEN)
         self.largest = largest_change(values["repo"], values["arch"],
                                       [sha for sha, _ in self.shas[:RECENT]])
-        return commit_choices(self.shas, "%Y-%m-%d %H:%M")
+        return choices
 
     def default_head(self, values, choices):
         return self.largest[1] if self.largest else prefer(choices, "")
 
     def options_base(self, values):
-        return commit_choices(self.shas, "%Y-%m-%d %H:%M")
+        return commit_choices(self.shas, WHEN)
 
     def default_base(self, values, choices):
         """The largest change's base with its head, else the commit before the head."""
@@ -186,16 +164,18 @@ def build(state: State) -> Page:
     threshold, selected, rows = chosen["threshold"] / 100, chosen["benchmark"], form.rows
     table = Table("benchmarks", COLUMNS, [])
     classes: Counter[str] = Counter()
+    direction = direction_of(COUNT_METRIC, INSTRUCTIONS_BENCHMARK).better  # lower is better
     for row in rows:
         change = row.change(base, head)
-        css = change_class(change, threshold, DIRECTION)
+        css = change_class(change, threshold, direction)
         classes[css if change is not None else "missing"] += 1
         table.rows.append([row.name, row.runtime, row.autograd, row.threads,
                            _whole(row.counts.get(base)), _whole(row.counts.get(head)),
                            None if change is None else round(100 * change, 3),
                            row.wall_us.get(head), row.status.get(head, "")])
-        table.links.append({0: state.url("dashboards:instructions", benchmark=row.key)})
-        table.classes.append({CHANGE_COLUMN: css})
+        table.links.append({"benchmark": state.url("dashboards:instructions",
+                                                   benchmark=row.key)})
+        table.classes.append({"change %": css})
     changes = {"more": classes["worse"], "fewer": classes["better"],
                "missing": classes["missing"]}
     charted = next((row for row in rows if row.key == selected), None)
@@ -242,3 +222,10 @@ def _largest_text(largest: tuple[str, str, float, str] | None) -> str:
 def _whole(count: float | None) -> int | None:
     """Instructions per call as a whole number (the table's default format keeps 4 digits)."""
     return None if count is None else round(count)
+
+
+PAGE = register(FamilyPage(
+    family="instructions", benchmark=INSTRUCTIONS_BENCHMARK, slug="instructions",
+    label="Instructions", headline=COUNT_METRIC, template="dashboards/instructions.html",
+    build=build, filters=InstructionFilters,
+    columns={COUNT_METRIC: "head", WALL_METRIC: "head wall us"}, order=40))

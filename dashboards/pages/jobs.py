@@ -27,7 +27,7 @@ def build_list(state: State) -> Page:
         table.rows.append([job.pk, job.name, job.queue, job.status, job.cells_done,
                            job.cells_total, job.repo, job.head_branch, job.head_sha,
                            _iso(job.created_at), job.submitted_via, _iso(job.finished_at)])
-        table.links.append({0: job.get_absolute_url()})
+        table.links.append({"job": job.get_absolute_url()})
     return Page(title="Jobs", filters={"status": status, "page": listed.number},
                 tables=[table],
                 context={"listed": listed, "status": status, "statuses": Job.Status.choices})
@@ -42,7 +42,7 @@ def build_detail(state: State, pk: int) -> Page:
     for cell in cells:
         table.rows.append([cell.index, cell.key, cell.status, cell.attempts, cell.worker,
                            cell.measured_s, cell.upload_id, cell.error or None])
-        table.links.append({6: page_url(results, upload=cell.upload_id)}
+        table.links.append({"upload": page_url(results, upload=cell.upload_id)}
                            if cell.upload_id else {})
     summary = Table("job", ["job", "spec", "family", "queue", "status", "cells done", "cells",
                             "repo", "branch", "sha", "adhoc", "submitted", "via", "started",

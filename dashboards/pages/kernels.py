@@ -13,6 +13,7 @@ from django.db.models import Case, JSONField, When
 from benchsite.results.models import Result
 from dashboards import charts
 from dashboards.choices import series_options, summary_choices
+from dashboards.families import FamilyPage, register
 from dashboards.pages.common import (
     Interval,
     geomean,
@@ -31,6 +32,7 @@ METRICS = (*KernelMetric, STATUS_METRIC)
 ALL = "all"
 Key = tuple[str, str, tuple[int, int], str]  # kernel, direction, (M, N), backend label
 CHART_HEIGHT = 330  # px: the charts sit in a grid, several to a row
+GEOMEAN = "geomean speedup over eager"
 
 
 @dataclass
@@ -194,8 +196,7 @@ def _geomeans(cells: dict[Key, KernelCell]) -> Table:
     for (_, direction, _, backend), cell in cells.items():
         for group in (direction, ALL):
             speedups[backend, group].append(cell)
-    table = Table("geomean", ["backend", "direction", "geomean speedup over eager", "95% CI",
-                              "points"], [])
+    table = Table("geomean", ["backend", "direction", GEOMEAN, "95% CI", "points"], [])
     for backend in backends:
         if backend == "eager":
             continue
@@ -207,7 +208,7 @@ def _geomeans(cells: dict[Key, KernelCell]) -> Table:
                 interval = geomean_interval(measured) if measured else None
                 table.rows.append([backend, direction, value, _bounds(interval),
                                    f"{len(measured)}/{len(found)}"])
-                table.classes.append({2: faster_or_slower(value, interval)})
+                table.classes.append({GEOMEAN: faster_or_slower(value, interval)})
     return table
 
 
@@ -244,7 +245,15 @@ def _cells_table(cells: dict[Key, KernelCell], peak: Peak | None) -> Table:
                         kernel, direction, f"{shape[0]}x{shape[1]}", backend,
                         values.get(KernelMetric.LATENCY), bandwidth, share, cell.speedup,
                         _bounds(cell.interval), cell.accuracy or None, cell.status or OK])
-                    table.classes.append({7: faster_or_slower(cell.speedup, cell.interval)
+                    table.classes.append({"speedup": faster_or_slower(cell.speedup,
+                                                                      cell.interval)
                                           or ("noise" if cell.interval
                                               and cell.interval.unstable else "")})
     return table
+
+
+PAGE = register(FamilyPage(
+    family="kernels", benchmark=KERNELS_BENCHMARK, slug="kernels", label="Kernels",
+    headline=KernelMetric.SPEEDUP, template="dashboards/kernels.html", build=build,
+    columns={KernelMetric.LATENCY: "latency ms", KernelMetric.BANDWIDTH: "GB/s",
+             KernelMetric.SPEEDUP: "speedup"}, by_commit=True, order=30))

@@ -8,19 +8,12 @@ from dataclasses import dataclass, field
 from django.db.models import Case, JSONField, When
 from django.urls import reverse
 
+from benchsite.comparison.directions import HIGHER
 from benchsite.results.models import Result
 from dashboards import charts
-from dashboards.choices import series_options, summary_choices
-from dashboards.filters import (
-    BranchAndDevice,
-    Filters,
-    choice,
-    commit_choices,
-    pairs,
-    percent,
-    prefer,
-    short_sha,
-)
+from dashboards.choices import summary_choices
+from dashboards.families import FamilyPage, register
+from dashboards.filters import choice, commit_choices, pairs, percent, prefer, short_sha
 from dashboards.pages.common import (
     Interval,
     change_class,
@@ -28,15 +21,14 @@ from dashboards.pages.common import (
     geomean,
     geomean_interval,
     interval_of,
-    latest_shas,
     measured_text,
     page_url,
     sanity_verdict,
     within_noise,
 )
+from dashboards.pages.family import CommitFilters
 from dashboards.render import Page, Table
 from dashboards.state import State
-from runner.contract.directions import HIGHER
 from runner.contract.names import (
     QUANT_BASELINE_RECIPE,
     QUANT_BENCHMARK,
@@ -54,10 +46,11 @@ COLUMNS = {  # metric -> column title, in table order
     QuantMetric.SQNR: "SQNR dB",
     QuantMetric.MEMORY: "memory MB",
 }
+SHAPE, CHANGE = "shape (M-K-N)", "speedup change %"  # the cells table's linked, styled columns
 
 
 @dataclass
-class QuantCell:
+class QuantRow:
     """One recipe and shape at one commit: its metrics, or why it did not run."""
 
     values: dict[str, float | None] = field(default_factory=dict)
@@ -75,8 +68,8 @@ class QuantCell:
 
 
 def cells_of(repo: str, sha: str, arch: str,
-             compile_mode: str) -> dict[tuple[str, str], QuantCell]:
-    """(recipe, shape) -> QuantCell for one commit, with one query (extra_info, for the
+             compile_mode: str) -> dict[tuple[str, str], QuantRow]:
+    """(recipe, shape) -> QuantRow for one commit, with one query (extra_info, for the
     speedup's interval, of the speedup rows only)."""
     speedup_info = Case(When(series__metric=SPEEDUP, then="extra_info"),
                         output_field=JSONField())
@@ -85,9 +78,9 @@ def cells_of(repo: str, sha: str, arch: str,
         metric=[*COLUMNS, STATUS_METRIC],
     ).values_list("series__dtype", "series__model", "series__metric", "value",
                   "string_values", speedup_info)
-    cells: dict[tuple[str, str], QuantCell] = {}
+    cells: dict[tuple[str, str], QuantRow] = {}
     for recipe, model, metric, value, strings, info in rows:
-        cell = cells.setdefault((recipe, quant_shape(model, recipe)), QuantCell())
+        cell = cells.setdefault((recipe, quant_shape(model, recipe)), QuantRow())
         if metric == STATUS_METRIC:
             cell.status = (strings or [""])[0]
         else:
@@ -102,35 +95,20 @@ def _shape_key(shape: str) -> tuple:
     return tuple(int(p) if p.isdigit() else math.inf for p in parts), shape
 
 
-class QuantFilters(BranchAndDevice, Filters):
+class QuantFilters(CommitFilters):
     """Repo -> branch -> device -> commit -> compile mode; the base commit among the
     device's commits."""
 
     BENCHMARK = QUANT_BENCHMARK
+    REPO = "pytorch/ao"
 
-    repo = choice("Repo")
-    branch = choice("Branch")
-    arch = choice("Device")
-    sha = choice("Commit")
     compile_mode = choice("Compile mode")
     base = choice("Compare with (base)")
     threshold = percent("Threshold %", 5, 0.5)
     common = choice("Geomeans over", initial="1", choices=[
         ("1", "shapes in both commits"), ("0", "each commit's shapes")])
-    parents = {"branch": ("repo",), "arch": ("repo", "branch"),
-               "sha": ("repo", "branch", "arch"), "compile_mode": ("sha", "arch"),
+    parents = {**CommitFilters.parents, "compile_mode": ("sha", "arch"),
                "base": ("repo", "branch", "arch")}
-
-    def options_repo(self, values):
-        return pairs(series_options(("repo",), benchmark=QUANT_BENCHMARK)["repo"])
-
-    def default_repo(self, values, choices):
-        return prefer(choices, "pytorch/ao")
-
-    def options_sha(self, values):
-        self.shas = latest_shas(values["repo"], QUANT_BENCHMARK, values["branch"],
-                                arch=values["arch"])
-        return commit_choices(self.shas)
 
     def options_compile_mode(self, values):
         return pairs(summary_choices("compile_mode", repo=values["repo"],
@@ -179,11 +157,11 @@ def build(state: State) -> Page:
     return page
 
 
-def _speedup(cell: QuantCell | None) -> float | None:
+def _speedup(cell: QuantRow | None) -> float | None:
     return cell.values.get(SPEEDUP) if cell else None
 
 
-def sanity_lines(cells: dict[tuple[str, str], QuantCell], shapes: list[str]) -> list[dict]:
+def sanity_lines(cells: dict[tuple[str, str], QuantRow], shapes: list[str]) -> list[dict]:
     """The baseline recipe's cells (bf16 timed against itself), as {"suspect", "text"} lines:
     one for those whose interval holds 1.00, one per other cell."""
     measured = [(shape, cell) for shape in shapes
@@ -210,7 +188,7 @@ def sanity_lines(cells: dict[tuple[str, str], QuantCell], shapes: list[str]) -> 
     return lines
 
 
-def _label(cell: QuantCell | None) -> str:
+def _label(cell: QuantRow | None) -> str:
     """The cell's text in the heatmap: "≈" marks a speedup whose interval holds 1.00, "?" an
     unstable one."""
     if cell is None:
@@ -224,13 +202,13 @@ def _label(cell: QuantCell | None) -> str:
     return f"{near}{value:.2f}x{'?' if cell.unstable else ''}"
 
 
-def _hover(cell: QuantCell | None) -> str:
+def _hover(cell: QuantRow | None) -> str:
     value = _speedup(cell)
     return _label(cell) if value is None else measured_text(value, cell.interval)
 
 
 def _heatmap(title, recipes, shapes, cells) -> dict:
-    """Speedups coloured around 1.00; a cell within the noise (`QuantCell.neutral`) gets the
+    """Speedups coloured around 1.00; a cell within the noise (`QuantRow.neutral`) gets the
     neutral colour whatever its value."""
     rows = [[cells.get((r, s)) for s in shapes] for r in recipes]
     z = [[1.0 if cell and cell.neutral and _speedup(cell) is not None else _speedup(cell)
@@ -247,7 +225,7 @@ def _change(new: float | None, old: float | None) -> float | None:
     return new / old - 1
 
 
-def _noisy(cell: QuantCell | None, before: QuantCell | None) -> bool:
+def _noisy(cell: QuantRow | None, before: QuantRow | None) -> bool:
     """Whether the change between two cells' speedups is inside their noise."""
     return within_noise(cell and cell.interval, before and before.interval)
 
@@ -293,13 +271,13 @@ def _geomeans(recipes, new, old, base, threshold, common_only) -> Table:
                     None if change is None else round(100 * change, 2)]
             noisy = within_noise(_geomean_interval(new, recipe, shapes_new),
                                  _geomean_interval(old, recipe, shapes_old))
-            classes[5] = change_class(change, threshold, HIGHER, noisy=noisy)
+            classes["change"] = change_class(change, threshold, HIGHER, noisy=noisy)
         table.rows.append(row)
         table.classes.append(classes)
     return table
 
 
-def _metric_columns(cell: QuantCell | None) -> list:
+def _metric_columns(cell: QuantRow | None) -> list:
     """The cell's metrics in COLUMNS order, its speedup's interval ("95% CI") after it."""
     values = cell.values if cell else {}
     row = []
@@ -310,7 +288,7 @@ def _metric_columns(cell: QuantCell | None) -> list:
     return row
 
 
-def _status(cell: QuantCell | None) -> str:
+def _status(cell: QuantRow | None) -> str:
     if cell is None:
         return "missing"
     return cell.status or ("unstable" if cell.unstable else OK)
@@ -319,9 +297,9 @@ def _status(cell: QuantCell | None) -> str:
 def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
     titles = list(COLUMNS.values())
     titles.insert(list(COLUMNS).index(SPEEDUP) + 1, "95% CI")
-    columns = ["recipe", "shape (M-K-N)", *titles, "status"]
+    columns = ["recipe", SHAPE, *titles, "status"]
     if base:
-        columns += ["base speedup", "speedup change %"]
+        columns += ["base speedup", CHANGE]
     table = Table("cells", columns, [])
     explorer = reverse("dashboards:explorer")
     for recipe in recipes:
@@ -334,13 +312,19 @@ def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
             if base:
                 change = _change(_speedup(cell), _speedup(before))
                 row += [_speedup(before), None if change is None else round(100 * change, 2)]
-                classes[len(row) - 1] = change_class(change, threshold, HIGHER,
-                                                     noisy=_noisy(cell, before))
+                classes[CHANGE] = change_class(change, threshold, HIGHER,
+                                               noisy=_noisy(cell, before))
             table.rows.append(row)
             table.classes.append(classes)
-            table.links.append({1: page_url(
+            table.links.append({SHAPE: page_url(
                 explorer, repo=state.values["repo"], benchmark=QUANT_BENCHMARK,
                 model=quant_model_name(recipe, shape), arch=state.values["arch"],
                 compile_mode=state.values["compile_mode"], range="90d")})
     return table
 
+
+PAGE = register(FamilyPage(
+    family="quantization", benchmark=QUANT_BENCHMARK, slug="quantization",
+    label="Quantization", headline=SPEEDUP, template="dashboards/quantization.html",
+    build=build, filters=QuantFilters, columns=COLUMNS, by_commit=True,
+    labels={"dtype": "recipe"}, order=10))

@@ -29,8 +29,8 @@ def build(state: State) -> Page:
                                recipe.requirements_text,
                                *(round(found[d].geomean, 3) if d in found else None
                                  for d in devices)])
-            table.links.append({4 + i: _run_url(quantization, found[d])
-                                for i, d in enumerate(devices) if d in found})
+            table.links.append({d: _run_url(quantization, found[d])
+                                for d in devices if d in found})
     return Page(title="Recipes", filters={}, tables=[table])
 
 

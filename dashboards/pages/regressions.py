@@ -26,6 +26,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from benchsite import dates
+from benchsite.comparison.history import recent
 from benchsite.regressions.charts import series_chart_payload
 from benchsite.regressions.detect import hud_policy
 from benchsite.regressions.forms import FilterForm, TriageForm
@@ -36,7 +37,6 @@ from benchsite.regressions.groups import (
     summarize,
     triage_members,
 )
-from benchsite.regressions.history import recent
 from benchsite.regressions.models import (
     AlertGroup,
     DetectionSettings,
@@ -56,13 +56,15 @@ SIBLINGS = 50  # other members of its group listed on a regression's page
 TREND_BEFORE, TREND_AFTER = timedelta(days=30), timedelta(days=14)
 NUMERIC = (Detector.CHANGEPOINT, Detector.HUD_POLICY)
 ACCURACY = "accuracy"  # a metric the trends page shows as a passrate, not a geomean
+# "change": the magnitude as shown ("+12.3 %", "pass → fail", "present → absent")
 COLUMNS = ["id", "url", "state", "kind", "detector", "repo", "benchmark", "model", "backend",
-           "mode", "dtype", "device", "arch", "metric", "direction", "magnitude", "baseline",
-           "value", "confidence", "last_good_sha", "first_bad_sha", "first_bad_at",
+           "mode", "dtype", "device", "arch", "metric", "direction", "magnitude", "change",
+           "baseline", "value", "confidence", "last_good_sha", "first_bad_sha", "first_bad_at",
            "created_at", "branch", "group"]
+# "detected_at": the earliest detection of a member (the home page's "detected")
 GROUP_COLUMNS = ["group", "url", "repo", "branch", "state", "last_good_sha", "first_bad_sha",
-                 "first_bad_at", "members", "regressions", "improvements", "others",
-                 "benchmarks", "devices", "recipes or backends", "median change",
+                 "first_bad_at", "detected_at", "members", "regressions", "improvements",
+                 "others", "benchmarks", "devices", "recipes or backends", "median change",
                  "worst change", "compare", "github"]
 
 
@@ -181,10 +183,17 @@ def _entry(group: AlertGroup | None, single: Regression | None, matching: int) -
     return {"group": group, "regression": single, "summary": summary, "matching": matching,
             "repo": repo, "branch": where.branch, "last_good_sha": where.last_good_sha,
             "first_bad_sha": where.first_bad_sha, "first_bad_at": where.first_bad_at,
+            "detected_at": detected_at(where, summary.members),
             "url": where.get_absolute_url(),
             "members": [_member(member) for member in summary.members],
             "links": _links(repo, where.branch, where.last_good_sha, where.first_bad_sha,
                             where.last_good_at, where.first_bad_at, summary)}
+
+
+def detected_at(where: AlertGroup | Regression, members: list[Regression]):
+    """When a group (or ungrouped regression) was first detected, as the home page says it:
+    the earliest detection of a member, else when it was recorded."""
+    return min((m.detected_at for m in members if m.detected_at), default=where.created_at)
 
 
 def _member(regression: Regression) -> dict:
@@ -220,7 +229,8 @@ def _row(state: State, regression: Regression) -> list:
             regression.state, regression.kind, regression.detector, series.repo,
             series.benchmark, series.model, series.backend, series.mode, series.dtype,
             series.device, series.arch, series.metric, regression.direction,
-            regression.magnitude, regression.baseline, regression.value, regression.confidence,
+            regression.magnitude, change_text(regression), regression.baseline,
+            regression.value, regression.confidence,
             regression.last_good_sha, regression.first_bad_sha,
             regression.first_bad_at.isoformat(), regression.created_at.isoformat(),
             regression.branch, regression.group_id]
@@ -231,7 +241,8 @@ def _group_row(state: State, entry: dict) -> list:
     absolute = state.request.build_absolute_uri
     return [entry["group"].pk if entry["group"] else None, absolute(entry["url"]),
             entry["repo"], entry["branch"], summary.state, entry["last_good_sha"],
-            entry["first_bad_sha"], entry["first_bad_at"].isoformat(), len(summary.members),
+            entry["first_bad_sha"], entry["first_bad_at"].isoformat(),
+            entry["detected_at"].isoformat(), len(summary.members),
             summary.regressions, summary.improvements, summary.others,
             ", ".join(summary.benchmarks), ", ".join(summary.devices),
             ", ".join(summary.variants), summary.median, summary.worst,
@@ -258,11 +269,17 @@ def build_detail(state: State, pk: int) -> Page:
     regression = get_object_or_404(Regression.objects.select_related("series", "group"),
                                    pk=pk)
     series = regression.series
-    latest = Result.objects.filter(series=series).order_by("-timestamp", "-id")
+    # The history the regression was found in, as detection read it: its branch's runs
+    # only (a bisect's `bisect/N`, a try job's or a pull request's runs of the same series
+    # are never points of it), and the changes found in that history.
+    latest = Result.objects.filter(series=series, run__head_branch=regression.branch) \
+        .order_by("-timestamp", "-id")
     results = list(latest.select_related("run").only(
-        "timestamp", "value", "values", "run__head_sha", "run__head_branch")[:CHART_POINTS])
+        "timestamp", "value", "values", "string_values", "run__head_sha",
+        "run__head_branch")[:CHART_POINTS])
     results.reverse()
-    chart = series_chart_payload(series, results, series.regressions.all())
+    chart = series_chart_payload(series, results,
+                                 series.regressions.filter(branch=regression.branch))
     events = list(regression.events.select_related("user"))
     history = Table("history", ["when", "who", "from", "to", "note"], [
         [event.created_at.isoformat(), str(event.user or "detector"), event.from_state or None,
@@ -296,11 +313,11 @@ def build_detail(state: State, pk: int) -> Page:
                                       timestamp__lte=regression.first_bad_at).count()
                 if regression.last_good_at else 0)
     siblings_table = Table("siblings", ["id", "url", "kind", "benchmark", "model", "metric",
-                                        "device", "magnitude", "state"], [
+                                        "device", "magnitude", "state", "change"], [
         [s["regression"].pk, state.request.build_absolute_uri(
             s["regression"].get_absolute_url()), s["regression"].kind, s["series"].benchmark,
          s["series"].model, s["series"].metric, s["series"].arch or s["series"].device,
-         s["regression"].magnitude, s["regression"].state] for s in siblings])
+         s["regression"].magnitude, s["regression"].state, s["change"]] for s in siblings])
     return Page(
         title=f"Regression {regression.pk}",
         filters={"regression": regression.pk, "group": regression.group_id},

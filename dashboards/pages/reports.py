@@ -42,17 +42,17 @@ def build_list(state: State) -> Page:
                            *(counts[key] for key in COUNTS),
                            report.notified_at.strftime("%Y-%m-%d %H:%M")
                            if report.notified_at else None])
-        table.links.append({0: report.get_absolute_url()})
-        table.classes.append(_classes(counts, offset=3))
+        table.links.append({"day": report.get_absolute_url()})
+        table.classes.append(_classes(counts))
     query = state.query.copy()
     query.pop("page", None)
     return Page(title="Nightly reports", filters={"repo": repo, "page": listed.number},
                 tables=[table], context={"listed": listed, "query": query.urlencode()})
 
 
-def _classes(counts: dict, offset: int) -> dict[int, str]:
+def _classes(counts: dict) -> dict[str, str]:
     """Regressions and suspicious counts above zero stand out."""
-    return {offset + COUNTS.index(key): "worse" for key in (REGRESSION, SUSPICIOUS)
+    return {COUNT_TITLES[COUNTS.index(key)]: "worse" for key in (REGRESSION, SUSPICIOUS)
             if counts[key]}
 
 
@@ -64,7 +64,7 @@ def build_detail(state: State, pk: int) -> Page:
         table.rows.append([row["benchmark"], row["device"], row["arch"],
                            *(row[key] for key in COUNTS)])
         table.links.append({})
-        table.classes.append(_classes(row, offset=3))
+        table.classes.append(_classes(row))
         benchmarks.setdefault(row["benchmark"], []).append(
             {**row, "links": row_links(report, row),
              "counts": [(row[key], key in (REGRESSION, SUSPICIOUS) and row[key] > 0)

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from benchsite.jobs.models import JobCell
 from benchsite.results.models import Result, Run
-from dashboards.filters import HEADLINE
+from dashboards import families
 from dashboards.pages.common import (
     interval_of,
     measured_text,
@@ -89,7 +89,8 @@ def build(state: State, pk: int) -> Page:
     model = state.text("model")
     chosen = {"series__benchmark": benchmark, "series__metric": metric,
               "series__model__icontains": model}
-    headline = Case(When(series__metric__in=list(HEADLINE.values()), then=0), default=1)
+    headlines = [page.headline for page in families.pages()]
+    headline = Case(When(series__metric__in=headlines, then=0), default=1)
     rows = (results.filter(**{k: v for k, v in chosen.items() if v})
             .order_by("series__benchmark", headline, "series__metric", "series__model", "id")
             .values_list("series__benchmark", "series__model", "series__metric", "value",
@@ -104,10 +105,10 @@ def build(state: State, pk: int) -> Page:
         spread = spread_text(values, info)
         table.rows.append([*series, value, spread, target, backend, mode, dtype, arch,
                            ", ".join(strings) if strings else None])
-        table.classes.append({4: "noise"} if spread and "unstable" in spread else {})
-        table.links.append({1: page_url(explorer, repo=run.repo, benchmark=series[0],
-                                        model=series[1], metric=series[2],
-                                        branch=run.head_branch, range="90d")})
+        table.classes.append({"spread": "noise"} if spread and "unstable" in spread else {})
+        table.links.append({"model": page_url(
+            explorer, repo=run.repo, benchmark=series[0], model=series[1], metric=series[2],
+            branch=run.head_branch, range="90d")})
     return Page(
         title=f"Run {run.pk}",
         filters={"run": run.pk, "benchmark": benchmark, "metric": metric, "model": model,

@@ -168,7 +168,7 @@ def _latest(state, rows, lines, group, metric, benchmark, repo) -> Table:
         ga, gb = (math.exp(r["log_sum"] / r["log_count"]) for r in (a, b))
         table.rows.append([name, ga, gb, round(100 * (gb / ga - 1), 2), b["log_count"],
                            b["bucket"].isoformat()])
-        table.links.append({0: page_url(
+        table.links.append({lines: page_url(
             "dashboards:explorer", repo=repo, benchmark=benchmark, metric=metric,
             branch=state.values["branch"], range="90d",
             **{"arch": b.get("arch") or state.values["arch"], group: b[group]})})

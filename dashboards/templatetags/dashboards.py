@@ -3,7 +3,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from dashboards import filters
+from dashboards import families, filters
 
 register = template.Library()
 # As Django's json_script escapes: nothing in the JSON can end the script element.
@@ -19,6 +19,12 @@ def figure_script(value, element_id):
         text = text.replace(char, escaped)
     return format_html('<script id="{}" type="application/json">{}</script>', element_id,
                        mark_safe(text))
+
+
+@register.simple_tag
+def family_pages():
+    """The registered family pages, in nav order: `{% family_pages as pages %}`."""
+    return families.pages()
 
 
 @register.filter

@@ -6,5 +6,7 @@ Modules: `models` (the built-in suite, users' factories, TorchBench), `matrix` (
 and filters), `spec` (the YAML spec), `harness` (building a model for a backend and its
 step), `metrics` (timing, compile time, memory, dynamo counters, profiles), `verify` (the
 verification codes), `child` (the subprocess entry), `launch` (running one configuration in
-its subprocess), `results` (results.jsonl), `records` (OSS records), `family` and `cli`.
+its subprocess), `results` (results.jsonl), `records` (OSS records) and `family` (the
+runner.families interface, its benchmark name and metric directions). Its command line,
+`python -m runner compilers`, is runner.cli.compilers.
 """

@@ -16,17 +16,31 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from runner.cells import Outcome, Planned
 from runner.compilers import launch, records
 from runner.compilers.matrix import BACKENDS, EAGER, Config
 from runner.compilers.spec import parse
+from runner.contract.directions import HIGHER, LOWER
+from runner.contract.names import COMPILERS_BENCHMARK, CompilerMetric
 from runner.contract.status import FAILED, OK
-from runner.environment import RunContext
-from runner.folders import inside
-from runner.paired import PairedTiming
-from runner.settings import at_least, validate
+from runner.engine.cells import Outcome, Planned
+from runner.engine.folders import inside
+from runner.engine.paired import PairedTiming
+from runner.engine.run_context import RunContext
+from runner.engine.run_settings import at_least, validate
 
 NAME = "compilers"
+# Its records' benchmark.name (runner.contract.names), and which way is better for each of
+# their metrics (runner.contract.directions; added by runner.families.register). Accuracy is
+# the HUD's strings: it has no direction.
+BENCHMARK = COMPILERS_BENCHMARK
+DIRECTIONS = {
+    CompilerMetric.SPEEDUP: HIGHER,
+    CompilerMetric.LATENCY: LOWER,
+    CompilerMetric.COMPILE_TIME: LOWER,
+    CompilerMetric.COMPRESSION: HIGHER,
+    CompilerMetric.MEMORY: LOWER,
+    CompilerMetric.GRAPH_BREAKS: LOWER,
+}
 
 
 @dataclass(frozen=True)

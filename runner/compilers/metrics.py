@@ -23,9 +23,9 @@ import torch._dynamo.utils as dynamo_utils
 
 from runner.compilers.harness import Prepared, prepare, reset_rng, synchronize
 from runner.compilers.matrix import EAGER, Config
-from runner.paired import PairedTiming
-from runner.timers import pair_cpu, pair_cuda
-from runner.timing import TimingSettings
+from runner.engine.paired import PairedTiming
+from runner.engine.timing_data import TimingSettings
+from runner.engine.torch_timers import pair_cpu, pair_cuda
 
 MB = 2**20
 PROFILE_ROWS = 200
@@ -67,7 +67,7 @@ def measure(config: Config, prepared: Prepared) -> dict[str, Any]:
 
 
 def pair_with_eager(config: Config, prepared: Prepared) -> PairedTiming:
-    """This backend's speedup over eager (runner.paired): an eager copy of the model and this
+    """This backend's speedup over eager (runner.engine.paired): an eager copy of the model and this
     one step in alternating blocks, in this process. Run after `measure`, so the eager copy
     adds nothing to the backend's own time and memory; comparing with the eager line of
     another process would turn any change of load between the two into "speedup"."""

@@ -5,7 +5,7 @@ benchmark.name is "TorchInductor" (the name the HUD's compilers dashboard reads,
 backend); mode is "inference" for eval and "training" for train; model.backend is the
 configuration's backend and model.origins its suite. Metrics:
 
-- speedup: over eager, timed paired in the backend's own process (runner.paired): every
+- speedup: over eager, timed paired in the backend's own process (runner.engine.paired): every
   pair's ratio as values, the 95% interval, pair count and `unstable` in extra_info (not
   written for eager itself);
 - abs_latency: per-iteration time per repetition, in ms;
@@ -26,8 +26,8 @@ from runner.compilers.matrix import EAGER, Config
 from runner.compilers.verify import Code
 from runner.contract.metrics import number_metric, string_metric
 from runner.contract.names import COMPILERS_BENCHMARK, COMPILERS_MODES, CompilerMetric
-from runner.environment import RunContext
-from runner.paired import PairedTiming, speedup_metric
+from runner.engine.paired import PairedTiming, speedup_metric
+from runner.engine.run_context import RunContext
 
 ACCURACY = {  # verification code -> the HUD's accuracy string
     Code.PASS: "pass",

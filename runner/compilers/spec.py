@@ -30,8 +30,8 @@ from typing import Any
 
 from runner.compilers import models
 from runner.compilers.matrix import DEVICES, DTYPES, EAGER, TESTS, Config, check_backend, expand
-from runner.folders import path_problem
-from runner.specs import SpecError, check_cell_count
+from runner.engine.folders import path_problem
+from runner.engine.specs import SpecError, check_cell_count
 
 DEFAULTS: dict[str, Any] = {
     "models": [models.BUILTIN], "filter": [], "exclude": [], "backends": [EAGER, "inductor"],

@@ -1,48 +1,25 @@
 """Which way is better for a metric.
 
-First an explicit table (our families' metrics and the other writers' metrics the HUD
+First an explicit table (our families' metrics, which each family declares and
+runner.families.register adds with `declare`, and the other writers' metrics the HUD
 knows), then, for a metric in neither, inference from its name and unit. Each answer says
 which rule gave it, so the admin can show why a metric is judged the way it is; an
-administrator's override (regressions.MetricDirection) comes before both.
+administrator's override (comparison.MetricDirection, through benchsite.comparison.directions)
+comes before both.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-
-from runner.contract.names import (
-    COMPILERS_BENCHMARK,
-    INSTRUCTIONS_BENCHMARK,
-    KERNELS_BENCHMARK,
-    QUANT_BENCHMARK,
-    CompilerMetric,
-    InstructionMetric,
-    KernelMetric,
-    QuantMetric,
-)
 
 HIGHER, LOWER = "higher", "lower"
 
-# (benchmark, metric) -> direction; benchmark "" means any benchmark.
+# (benchmark, metric) -> direction; benchmark "" means any benchmark. Our families' metrics
+# are not listed here: each family declares its own (`DIRECTIONS` of its runner.families
+# module, for its `BENCHMARK`), added by runner.families.register through `declare`.
 TABLE: dict[tuple[str, str], str] = {
-    **{(QUANT_BENCHMARK, m): HIGHER for m in (
-        QuantMetric.SPEEDUP, QuantMetric.EAGER_SPEEDUP, QuantMetric.COMPILED_SPEEDUP,
-        QuantMetric.TFLOPS, QuantMetric.GBPS, QuantMetric.SQNR)},
-    **{(QUANT_BENCHMARK, m): LOWER for m in (
-        QuantMetric.BASELINE_TIME, QuantMetric.QUANTIZED_TIME, QuantMetric.MEMORY,
-        QuantMetric.BASELINE_EAGER_TIME, QuantMetric.QUANTIZED_EAGER_TIME)},
-    (KERNELS_BENCHMARK, KernelMetric.LATENCY): LOWER,
-    (KERNELS_BENCHMARK, KernelMetric.BANDWIDTH): HIGHER,
-    (KERNELS_BENCHMARK, KernelMetric.SPEEDUP): HIGHER,
-    (COMPILERS_BENCHMARK, CompilerMetric.SPEEDUP): HIGHER,
-    (COMPILERS_BENCHMARK, CompilerMetric.LATENCY): LOWER,
-    (COMPILERS_BENCHMARK, CompilerMetric.COMPILE_TIME): LOWER,
-    (COMPILERS_BENCHMARK, CompilerMetric.COMPRESSION): HIGHER,
-    (COMPILERS_BENCHMARK, CompilerMetric.MEMORY): LOWER,
-    (COMPILERS_BENCHMARK, CompilerMetric.GRAPH_BREAKS): LOWER,
-    (INSTRUCTIONS_BENCHMARK, InstructionMetric.COUNT): LOWER,
-    (INSTRUCTIONS_BENCHMARK, InstructionMetric.WALL_TIME): LOWER,
     # Other writers' metrics, as the HUD's dashboards read them (vLLM, TorchAO LLM, ...).
     ("", "speedup"): HIGHER,
     ("", "passrate"): HIGHER,
@@ -71,6 +48,28 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (LOWER, re.compile(r"time|latency|\bms\b|\bus\b|\bsec(onds)?\b|\(s\)|memory|\bmb\b"
                        r"|instructions?|ttft|\bitl\b|tpot|e2el|duration|overhead", re.I)),
 )
+
+
+def declare(benchmark: str, directions: Mapping[str, str]) -> None:
+    """Add a family's table: which way is better for each metric of its `benchmark`.
+    ValueError when a metric is neither HIGHER nor LOWER, or is already declared the other way
+    (nothing is added then)."""
+    if not benchmark:
+        raise ValueError("a family's directions need its benchmark name")
+    for metric, better in directions.items():
+        if better not in (HIGHER, LOWER):
+            raise ValueError(f"{benchmark} / {metric}: {better!r} is neither {HIGHER!r} "
+                             f"nor {LOWER!r}")
+        known = TABLE.get((benchmark, str(metric)))
+        if known not in (None, better):
+            raise ValueError(f"{benchmark} / {metric}: already declared {known!r}")
+    TABLE.update({(benchmark, str(metric)): better for metric, better in directions.items()})
+
+
+def withdraw(benchmark: str, directions: Mapping[str, str]) -> None:
+    """Take back what `declare` added (runner.families.unregister)."""
+    for metric in directions:
+        TABLE.pop((benchmark, str(metric)), None)
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.contract.status import FAILED, SKIPPED
+from runner.engine.run_settings import above, at_least
 from runner.instructions.definitions import Benchmark
-from runner.settings import above, at_least
 
 PASSED_ENV = ("HOME", "LANG", "TMPDIR", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
@@ -45,7 +45,7 @@ STEADY_MALLOC = ("glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_thres
 
 @dataclass(frozen=True)
 class MeasureSettings:
-    """How to count; checked with runner.settings (a spec's keys, a job's settings)."""
+    """How to count; checked with runner.engine.run_settings (a spec's keys, a job's settings)."""
 
     # calls of the statement per count, unless its definition sets one
     number: int = field(default=1000, metadata=at_least(1))

@@ -9,17 +9,26 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runner.cells import Outcome, Planned
+from runner.contract.directions import LOWER
+from runner.contract.names import INSTRUCTIONS_BENCHMARK, InstructionMetric
 from runner.contract.status import OK
-from runner.environment import RunContext
+from runner.engine.cells import Outcome, Planned
+from runner.engine.run_context import RunContext
+from runner.engine.run_settings import validate
 from runner.instructions.builtin import BUILTIN
 from runner.instructions.callgrind import MeasureSettings, Pool
 from runner.instructions.definitions import Benchmark, Definition
 from runner.instructions.records import measurement_records
 from runner.instructions.spec import parse_spec
-from runner.settings import validate
 
 NAME = "instructions"
+# Its records' benchmark.name (runner.contract.names), and which way is better for each of
+# their metrics (runner.contract.directions; added by runner.families.register).
+BENCHMARK = INSTRUCTIONS_BENCHMARK
+DIRECTIONS = {
+    InstructionMetric.COUNT: LOWER,
+    InstructionMetric.WALL_TIME: LOWER,
+}
 
 
 def plan(data: Mapping[str, Any], source: str) -> list[Planned]:

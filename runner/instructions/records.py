@@ -13,7 +13,7 @@ from typing import Any
 
 from runner.contract.names import INSTRUCTIONS_BENCHMARK, INSTRUCTIONS_ORIGINS, InstructionMetric
 from runner.contract.status import OK, status_metric
-from runner.environment import RunContext
+from runner.engine.run_context import RunContext
 from runner.instructions.callgrind import Measurement
 
 DEVICE = "cpu"

@@ -12,7 +12,7 @@
     number: 1000                    # calls per count (a definition may set its own);
                                     # and repeats, timeout_s, retries, wall_time_s
 
-Every problem is reported at once, by key path, through runner.specs.SpecError.
+Every problem is reported at once, by key path, through runner.engine.specs.SpecError.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runner.engine.run_settings import settings_problems
+from runner.engine.specs import SpecError, check_cell_count
 from runner.instructions.builtin import BUILTIN
 from runner.instructions.callgrind import MeasureSettings
 from runner.instructions.definitions import (
@@ -33,8 +35,6 @@ from runner.instructions.definitions import (
     Signature,
     expand,
 )
-from runner.settings import settings_problems
-from runner.specs import SpecError, check_cell_count
 
 KEYS = {"builtin", "definitions", "filter", "runtime", "autograd", "threads",
         *MeasureSettings.names()}

@@ -6,6 +6,7 @@
     execute      one cell: accuracy against eager, then timing
     results      what a cell produced (no torch)
     records      a result as OSS v3 records
-    family       the runner.families interface
-    cli          `python -m runner kernels`
+    family       the runner.families interface, its benchmark name and metric directions
+
+Its command line, `python -m runner kernels`, is runner.cli.kernels.
 """

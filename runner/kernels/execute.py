@@ -16,13 +16,13 @@ import torch
 import torch._functorch.config as functorch_config
 
 from runner.contract.status import FAILED, OK, SKIPPED
-from runner.devices import device_problem, release_memory
+from runner.engine.timing_data import TimingSettings
+from runner.engine.torch_devices import device_problem, release_memory
+from runner.engine.torch_timers import measure, measure_pair
 from runner.kernels.backends import BACKENDS, Function
 from runner.kernels.definitions import BACKWARD, KERNELS, Kernel, bytes_moved
 from runner.kernels.results import FAIL_ACCURACY, PASS, KernelResult
 from runner.kernels.spec import DEFAULT_RTOL, KernelCell
-from runner.timers import measure, measure_pair
-from runner.timing import TimingSettings
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def run_cell(cell: KernelCell, settings: TimingSettings) -> KernelResult:
 
 def _run(cell: KernelCell, settings: TimingSettings, result: KernelResult) -> None:
     """Eager alone is timed alone; another backend is timed interleaved with eager, its
-    baseline (runner.paired), so its speedup holds on a busy machine."""
+    baseline (runner.engine.paired), so its speedup holds on a busy machine."""
     backend = BACKENDS[cell.backend]
     reason = device_problem(cell.device) or backend.unavailable(cell.device)
     if reason:

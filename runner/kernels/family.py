@@ -7,14 +7,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runner.cells import Outcome, Planned
-from runner.environment import RunContext
+from runner.contract.directions import HIGHER, LOWER
+from runner.contract.names import KERNELS_BENCHMARK, KernelMetric
+from runner.engine.cells import Outcome, Planned
+from runner.engine.run_context import RunContext
+from runner.engine.run_settings import validate
+from runner.engine.timing_data import TimingSettings
 from runner.kernels.records import cell_records
 from runner.kernels.spec import KernelCell, parse
-from runner.settings import validate
-from runner.timing import TimingSettings
 
 NAME = "kernels"
+# Its records' benchmark.name (runner.contract.names), and which way is better for each of
+# their metrics (runner.contract.directions; added by runner.families.register). Accuracy is
+# a string ("pass" / "fail_accuracy"): it has no direction.
+BENCHMARK = KERNELS_BENCHMARK
+DIRECTIONS = {
+    KernelMetric.LATENCY: LOWER,
+    KernelMetric.BANDWIDTH: HIGHER,
+    KernelMetric.SPEEDUP: HIGHER,
+}
 
 
 def plan(data: Mapping[str, Any], source: str) -> list[Planned]:

@@ -25,11 +25,11 @@ from runner.contract.names import (
     KernelMetric,
 )
 from runner.contract.status import OK, status_metric
-from runner.environment import RunContext
+from runner.engine.paired import speedup_metric
+from runner.engine.run_context import RunContext
 from runner.kernels.backends import optional_versions
 from runner.kernels.results import FAIL_ACCURACY, KernelResult
 from runner.kernels.spec import DEFAULT_RTOL
-from runner.paired import speedup_metric
 
 
 def cell_records(result: KernelResult, context: RunContext) -> list[dict[str, Any]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from runner.engine.paired import PairedTiming
+from runner.engine.timing_data import Timing, TimingSettings
 from runner.kernels.spec import KernelCell
-from runner.paired import PairedTiming
-from runner.timing import Timing, TimingSettings
 
 PASS, FAIL_ACCURACY = "pass", "fail_accuracy"
 

@@ -9,11 +9,11 @@
     dtype: bfloat16                                          # float32, bfloat16, float16
     device: cuda                                             # cuda or cpu
     tolerance: {atol: 0.01, rtol: 0.01}   # or one number for both; default: DEFAULT_RTOL
-    timing: {samples: 30, warmup_s: 0.1}  # runner.timing.TimingSettings fields
+    timing: {samples: 30, warmup_s: 0.1}  # runner.engine.timing_data.TimingSettings fields
 
 A cell is one kernel, direction, shape and backend (one compile mode of `compiled`); eager
 cells come first. Another backend's cell times eager again, interleaved with itself, for its
-speedup (runner.paired).
+speedup (runner.engine.paired).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from runner.engine.run_settings import settings_problems
+from runner.engine.specs import SpecError, check_cell_count
+from runner.engine.timing_data import TimingSettings
 from runner.kernels.backends import BACKENDS, COMPILE_MODES, label
 from runner.kernels.definitions import DIRECTIONS, DTYPES, KERNELS
-from runner.settings import settings_problems
-from runner.specs import SpecError, check_cell_count
-from runner.timing import TimingSettings
 
 KEYS = ("kernels", "directions", "backends", "compile_modes", "shapes", "dtype", "device",
         "tolerance", "timing")

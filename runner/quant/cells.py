@@ -1,8 +1,8 @@
 """A cell: one recipe on one shape, model type and compile mode - the unit of work.
 
 Cells are plain data so a Celery worker can receive one as a task argument
-(`QuantCell.to_dict()` / `QuantCell.from_dict()`); `runner.timing.TimingSettings` travel the
-same way.
+(`QuantCell.to_dict()` / `QuantCell.from_dict()`); runner.engine.timing_data.TimingSettings
+travel the same way.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class QuantCell:
     enable_profiler: bool = False
     enable_memory_profiler: bool = False
     custom_recipe: CustomRecipe | None = None
-    # the spec's `timing` (runner.timing.TimingSettings overrides); a job's settings win
+    # the spec's `timing` (runner.engine.timing_data.TimingSettings overrides); a job's settings win
     timing: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def recipe(self) -> Recipe:

@@ -21,16 +21,16 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from runner.contract.status import FAILED, OK, SKIPPED
-from runner.devices import device_problem, release_memory
-from runner.machine import load_average
-from runner.paired import PairedTiming
+from runner.engine.machine_state import load_average
+from runner.engine.paired import PairedTiming
+from runner.engine.timing_data import TimingSettings
+from runner.engine.torch_devices import device_problem, release_memory
+from runner.engine.torch_timers import measure_pair
 from runner.quant import models
 from runner.quant.cells import QuantCell
 from runner.quant.recipes import Recipe
 from runner.quant.results import CellResult
 from runner.quant.spec import Spec
-from runner.timers import measure_pair
-from runner.timing import TimingSettings
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def _measure(
     settings: TimingSettings,
     result: CellResult,
 ) -> None:
-    """The baseline and the quantized model timed together (runner.paired): eager, then
+    """The baseline and the quantized model timed together (runner.engine.paired): eager, then
     compiled when the cell compiles. The baseline is timed again in every cell, interleaved
     with that cell's model: a baseline timed once, earlier, would carry that moment's load."""
 

@@ -7,16 +7,27 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from runner.cells import Outcome, Planned
-from runner.environment import RunContext
-from runner.folders import inside
+from runner.contract.directions import HIGHER, LOWER
+from runner.contract.names import QUANT_BENCHMARK, QuantMetric
+from runner.engine.cells import Outcome, Planned
+from runner.engine.folders import inside
+from runner.engine.run_context import RunContext
+from runner.engine.run_settings import validate
+from runner.engine.timing_data import TimingSettings
 from runner.quant.cells import QuantCell
 from runner.quant.records import cell_records
 from runner.quant.spec import parse_spec
-from runner.settings import validate
-from runner.timing import TimingSettings
 
 NAME = "quantization"
+# Its records' benchmark.name (runner.contract.names), and which way is better for each of
+# their metrics (runner.contract.directions; added by runner.families.register).
+BENCHMARK = QUANT_BENCHMARK
+DIRECTIONS = {
+    **dict.fromkeys((QuantMetric.SPEEDUP, QuantMetric.EAGER_SPEEDUP, QuantMetric.COMPILED_SPEEDUP,
+                     QuantMetric.TFLOPS, QuantMetric.GBPS, QuantMetric.SQNR), HIGHER),
+    **dict.fromkeys((QuantMetric.BASELINE_TIME, QuantMetric.QUANTIZED_TIME, QuantMetric.MEMORY,
+                     QuantMetric.BASELINE_EAGER_TIME, QuantMetric.QUANTIZED_EAGER_TIME), LOWER),
+}
 
 
 def plan(data: Mapping[str, Any], source: str) -> list[Planned]:

@@ -15,10 +15,10 @@ from typing import Any
 from runner.contract.metrics import number_metric
 from runner.contract.names import QUANT_BENCHMARK, QUANT_MODEL_TYPE, QUANT_ORIGINS, QuantMetric
 from runner.contract.status import OK, status_metric
-from runner.environment import RunContext
-from runner.paired import speedup_metric
+from runner.engine.paired import speedup_metric
+from runner.engine.run_context import RunContext
+from runner.engine.timing_data import Timing
 from runner.quant.results import CellResult
-from runner.timing import Timing
 
 
 def cell_records(result: CellResult, context: RunContext) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.contract.status import OK
-from runner.outputs import write_atomically
+from runner.engine.folders import write_atomically
 from runner.quant.results import CellResult
 
 # torchao's CSV columns, in its order, then ours.

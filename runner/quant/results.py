@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from runner.paired import PairedTiming
+from runner.engine.paired import PairedTiming
+from runner.engine.timing_data import Timing, TimingSettings
 from runner.quant.cells import QuantCell
-from runner.timing import Timing, TimingSettings
 
 
 @dataclass
@@ -60,7 +60,7 @@ class CellResult:
 
     @property
     def eager_speedup(self) -> float | None:
-        """The median of the interleaved pairs' ratios (runner.paired)."""
+        """The median of the interleaved pairs' ratios (runner.engine.paired)."""
         return self.eager.speedup if self.eager else None
 
     @property

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from runner.folders import path_problem
+from runner.engine.folders import path_problem
+from runner.engine.run_settings import settings_problems
+from runner.engine.specs import SpecError, check_cell_count, read_spec
+from runner.engine.timing_data import TimingSettings
 from runner.quant import allowed, models, recipes, shapes
 from runner.quant.cells import QuantCell
 from runner.quant.recipes import CustomRecipe, Requirements, UnknownRecipe
-from runner.settings import settings_problems
-from runner.specs import SpecError, check_cell_count, read_spec
-from runner.timing import TimingSettings
 
 TOP_LEVEL_KEYS = {
     "benchmark_mode",
@@ -27,7 +27,7 @@ TOP_LEVEL_KEYS = {
     "sparsity_config_recipe_names",
     "output_dir",
     "model_params",
-    "timing",  # ours: runner.timing.TimingSettings fields (torchao's configs have none)
+    "timing",  # ours: runner.engine.timing_data.TimingSettings fields (torchao's configs have none)
 }
 PARAM_KEYS = {
     "name",

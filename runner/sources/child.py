@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from runner import families
-from runner.environment import RunContext
+from runner.engine.run_context import RunContext
 
 
 def main(request_path: str, answer_path: str) -> int:

@@ -30,7 +30,7 @@ class RunFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class CellRun:
-    """One cell's outcome at the commit (runner.cells.Outcome, as JSON)."""
+    """One cell's outcome at the commit (runner.engine.cells.Outcome, as JSON)."""
 
     key: str
     status: str  # runner.contract.status: ok, skipped, failed

@@ -139,3 +139,37 @@ def test_compare_page_from_the_quantization_page(page, demo):
     page.wait_for_url("**metric=*")
     assert table_text(page, "series") != before
     shot(page, "compare")
+
+
+FITS = """() => {
+  const edge = document.documentElement.clientWidth;
+  const cell = (name, column) => {
+    const table = document.querySelector(`table[data-table="${name}"]`);
+    const heads = [...table.querySelectorAll("thead th")];
+    const at = heads.findIndex(th => th.textContent.trim() === column);
+    const row = table.querySelector("tbody tr");
+    return {head: heads[at].getBoundingClientRect().right,
+            cell: row.children[at].getBoundingClientRect().right};
+  };
+  return {
+    edge, page: document.documentElement.scrollWidth,
+    hidden: [...document.querySelectorAll("section.table")]
+      .filter(s => s.scrollWidth > s.clientWidth + 1)
+      .map(s => s.querySelector("table").dataset.table),
+    why: cell("series", "why"),
+    last: cell("summary", [...document.querySelectorAll(
+      'table[data-table="summary"] thead th')].at(-1).textContent.trim()),
+  };
+}"""
+
+
+def test_the_compare_page_fits_1440_px_with_its_why_column_visible(page, demo):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"/compare/{sha(0)}...{sha(7)}?repo=pytorch%2Fao")
+    assert table_text(page, "series") and "why" in table_text(page, "series")
+    fits = page.evaluate(FITS)
+    assert fits["page"] <= fits["edge"], fits  # no horizontal scroll of the page
+    assert fits["hidden"] == [], fits  # no table scrolled inside its section either
+    assert fits["why"]["head"] <= fits["edge"] and fits["why"]["cell"] <= fits["edge"], fits
+    assert fits["last"]["head"] <= fits["edge"] and fits["last"]["cell"] <= fits["edge"], fits
+    shot(page, "compare-1440")

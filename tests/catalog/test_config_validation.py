@@ -7,8 +7,8 @@ import yaml
 
 from benchsite.catalog.configs import check_config
 from benchsite.catalog.models import Recipe
+from runner.engine.specs import SpecError
 from runner.quant.spec import parse_spec
-from runner.specs import SpecError
 from tests.catalog.conftest import tiny_spec
 
 pytestmark = pytest.mark.django_db

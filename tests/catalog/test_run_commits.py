@@ -44,7 +44,7 @@ def test_run_now_and_schedule_forms_take_a_commit(maintainer_client, config, mon
                                         "head_sha": SHA}
     messages = shown_messages(page)
     assert f"measuring {SHA[:12]}" in messages[0]
-    assert "no celery beat runs here" in messages[1]  # the tests have no broker
+    assert len(messages) == 1
     from benchsite.catalog.tasks import submit_scheduled
 
     scheduled = Job.objects.get(pk=submit_scheduled.apply(kwargs=json.loads(entry.kwargs)).get())

@@ -12,8 +12,8 @@ import pytest
 from benchsite.results.ingest import store_upload
 from runner.compilers import models, records
 from runner.compilers.matrix import Config
-from runner.environment import RunContext
-from runner.paired import PairedTiming
+from runner.engine.paired import PairedTiming
+from runner.engine.run_context import RunContext
 
 CPU = "Test CPU"
 CONTEXT = RunContext(cpu_info=CPU, cpu_count=2, mem_gb=8.0, avail_mem_gb=4.0, gpu_info=None,

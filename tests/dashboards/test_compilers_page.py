@@ -9,8 +9,8 @@ from benchsite.results.demo import sha
 from benchsite.results.ingest import store_upload
 from runner.compilers import models, records
 from runner.compilers.matrix import Config
-from runner.environment import RunContext
-from runner.paired import PairedTiming
+from runner.engine.paired import PairedTiming
+from runner.engine.run_context import RunContext
 
 H100 = "NVIDIA H100 80GB HBM3"
 CPU = "Test CPU"

@@ -10,6 +10,7 @@ from django.urls.resolvers import RoutePattern
 
 pytestmark = pytest.mark.django_db
 SAMPLES = {"IntConverter": 1, "StringConverter": "x", "SlugConverter": "x", "PathConverter": "x"}
+SAMPLES["FamilyConverter"] = "quantization"  # dashboards.families: a registered page
 # The admin's hundred routes are Django's; these stand for them.
 ADMIN = ["/admin/", "/admin/login/", "/admin/results/run/", "/admin/results/run/1/change/"]
 

@@ -9,7 +9,7 @@ import io
 import pytest
 from django.core.management import call_command
 
-from benchsite.regressions.detect.judge import STATES
+from benchsite.comparison.judge import STATES
 from benchsite.results.demo import sha
 from benchsite.results.models import Result, Run
 from dashboards.paging import PER_PAGE

@@ -65,7 +65,8 @@ def start_worker(broker: str, name: str = "", beat: bool = False, queues: str = 
     """`celery -A benchsite worker -Q QUEUES -c 1` (with `beat`, the sweeper's schedule in the
     same process), in a session of its own so that the whole of it can be killed;
     `settings` are environment variables for it (e.g. BENCH_SWEEP_INTERVAL=1)."""
-    env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": broker,
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "benchsite.settings",  # not eager
+           "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": broker,
            "LOG_LEVEL": "WARNING", **{key: str(value) for key, value in settings.items()}}
     command = [sys.executable, "-m", "celery", "-A", "benchsite", "worker", "-Q", queues,
                "-c", "1", "--without-gossip", "--without-mingle", "--without-heartbeat",
@@ -121,10 +122,10 @@ def filesystem_worker(transactional_db, tmp_path):
     no service), queues cpu and control; tasks sent by the test go to it."""
     from benchsite.celery import filesystem_broker
 
-    folder = tmp_path / "broker"
-    worker = start_worker("filesystem://", name="fs", CELERY_BROKER_FOLDER=folder)
+    folder, broker = tmp_path / "broker", "filesystem://localhost/"
+    worker = start_worker(broker, name="fs", CELERY_BROKER_FOLDER=folder)
     try:
-        with sending_to("filesystem://", **filesystem_broker(folder)):
+        with sending_to(broker, **filesystem_broker(folder)):
             yield worker
     finally:
         stop_worker(worker)

@@ -157,7 +157,7 @@ def test_soft_time_limit_fails_the_cell_and_the_job_ends(monkeypatch):
 
 
 def test_a_cell_whose_speedup_stayed_unstable_says_so(client, monkeypatch):
-    from runner.paired import PairedTiming
+    from runner.engine.paired import PairedTiming
     from runner.quant import execute
 
     wide = PairedTiming((1.0,) * 12, (1.0,) * 12, (0.7, 1.3, 0.8, 1.2, 0.9, 1.1))

@@ -3,8 +3,9 @@
 import pytest
 from django.contrib.auth.models import User
 
+from benchsite.comparison.models import MetricDirection
 from benchsite.regressions.detection import detect_series
-from benchsite.regressions.models import DetectionSettings, MetricDirection, Regression
+from benchsite.regressions.models import DetectionSettings, Regression
 from tests.regressions.factory import levels, store_history
 
 pytestmark = pytest.mark.django_db
@@ -50,8 +51,9 @@ def test_the_admin_lists_regressions_and_its_actions_record_who(admin_client):
     assert (event.user.username, event.to_state) == ("admin", "expected")
     page = admin_client.get(f"/admin/regressions/regression/{ids[0]}/change/")
     assert page.status_code == 200 and "changed in the admin" in page.content.decode()
-    for model in ("metricdirection", "notificationtarget", "silencealert"):
-        assert admin_client.get(f"/admin/regressions/{model}/").status_code == 200
+    for model in ("comparison/metricdirection", "regressions/notificationtarget",
+                  "regressions/silencealert"):
+        assert admin_client.get(f"/admin/{model}/").status_code == 200
 
 
 def test_the_admin_shows_which_rule_judges_a_metric(admin_client):
@@ -61,6 +63,6 @@ def test_the_admin_shows_which_rule_judges_a_metric(admin_client):
     assert "table: micro-benchmark api / Quantized Fwd Time (ms)" in page.content.decode()
     MetricDirection.objects.create(metric="batch_size", direction="lower")
     MetricDirection.objects.create(metric="p50_latency", direction="higher")
-    listing = admin_client.get("/admin/regressions/metricdirection/").content.decode()
+    listing = admin_client.get("/admin/comparison/metricdirection/").content.decode()
     assert "unknown (unknown: no table entry" in listing
     assert "lower (inferred: &#x27;latency&#x27; in &#x27;p50_latency&#x27;)" in listing

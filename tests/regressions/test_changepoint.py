@@ -5,7 +5,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from benchsite.regressions.detect import changepoint, points
+from benchsite.comparison import points
+from benchsite.regressions.detect import changepoint
 
 
 def noisy(n: int = 200, noise: float = 0.01, seed: int = 0, level: float = 5.0) -> np.ndarray:

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from benchsite.regressions.compare import CannotCompare, compare_commits, resolve
-from benchsite.regressions.detect import judge
+from benchsite.comparison import judge
+from benchsite.comparison.compare import CannotCompare, resolve
+from benchsite.regressions.comparisons import compare_commits
 from benchsite.regressions.models import DetectionSettings
 from tests.regressions.factory import SPEEDUP, TIME, levels, record, sha, upload
 
@@ -224,7 +225,7 @@ def _rows(comparison):
 
 @pytest.mark.django_db(transaction=True)
 def test_stored_baselines_give_the_verdicts_the_history_gives():
-    from benchsite.regressions.models import SeriesBaseline
+    from benchsite.comparison.models import SeriesBaseline
 
     nights = 30
     history_of({"quiet": levels(nights, noise=0.01, repetitions=1, seed=1),
@@ -249,7 +250,7 @@ def test_stored_baselines_give_the_verdicts_the_history_gives():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_stored_baseline_is_what_the_comparison_reads():
-    from benchsite.regressions.models import SeriesBaseline
+    from benchsite.comparison.models import SeriesBaseline
 
     nights = 12
     history_of({"layer": levels(nights, noise=0.01, repetitions=1)}, nights)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 
-from benchsite.regressions.compare import compare_commits, recent_comparison
-from benchsite.regressions.detect import judge
+from benchsite.comparison import judge
+from benchsite.regressions.comparisons import compare_commits, recent_comparison
 from benchsite.regressions.models import DetectionSettings
 from runner.cli import main
 from tests.regressions.factory import levels, record, sha, upload
@@ -157,7 +157,7 @@ def test_the_gate_passes_its_rate_and_says_which(live_server, isolated_change, c
 
 
 def test_the_gate_knows_the_servers_bounds():
-    from runner import gate
+    from runner.cli import gate
 
     assert gate.MAX_FDR == judge.MAX_FDR
 

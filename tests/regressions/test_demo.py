@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 
-from benchsite.regressions.compare import compare_commits
+from benchsite.regressions.comparisons import compare_commits
 from benchsite.regressions.models import AlertGroup, Regression
 from benchsite.regressions.silence import check_stopped_reporting
 from benchsite.results.demo import injected, sha
@@ -21,6 +21,8 @@ def test_each_injected_change_is_one_group_and_nothing_else_is_raised(capsys):
     call_command("demo_regressions", "--nights", "85")  # exits 1 on a miss (CommandError)
     out = capsys.readouterr().out
     assert "injected: int8dq on H100 12% slower (night 60): 1 group(s)" in out
+    assert (f"gate: python -m runner gate --server http://localhost:8000 --repo pytorch/ao "
+            f"--base {sha(59)} --head {sha(60)}") in out  # to paste into the README's gate
     groups = AlertGroup.objects.all()
     assert len(groups) == len(injected(85)) == 6  # at most 10
     night = {sha(n): n for n in range(85)}
@@ -31,6 +33,11 @@ def test_each_injected_change_is_one_group_and_nothing_else_is_raised(capsys):
                   night[r.first_bad_sha])
         found[family if s.dtype != "float8dq-row" else (*family, s.model.split("-")[-3])] += 1
     int4wo = {key: n for key, n in found.items() if key[0] == "int4wo-128"}
+    # A group of other commits (bench demo-bisect's repo, an upload) is not the demo's.
+    AlertGroup.objects.create(repo="demo/pkg", branch="main", first_bad_sha="f" * 40,
+                              first_bad_at=groups[0].first_bad_at)
+    call_command("demo_regressions", "--nights", "85")
+    assert "1 group(s) of commits outside the demo's history" in capsys.readouterr().out
     assert set(int4wo) == {("int4wo-128", "A100-SXM4-80GB", "improvement", "changepoint", 40)}
     assert int4wo[next(iter(int4wo))] >= 36  # of 40, aligned to the group's night
     assert {key: n for key, n in found.items() if key[0] != "int4wo-128"} == {

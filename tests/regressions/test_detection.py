@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from benchsite.comparison.models import MetricDirection
 from benchsite.regressions import detection
 from benchsite.regressions.detect import Detection
 from benchsite.regressions.detection import detect_series
@@ -14,7 +15,6 @@ from benchsite.regressions.models import (
     AlertGroup,
     DetectionSettings,
     Detector,
-    MetricDirection,
     Regression,
 )
 from benchsite.results.models import Series

@@ -88,7 +88,7 @@ def test_usage_and_connection_errors_exit_2(live_server, commits, capsys):
 
 
 def test_changes_within_the_noise_are_listed_with_what_confirms_them():
-    from runner.gate import markdown
+    from runner.cli.gate import markdown
 
     row = {"state": "noisy", "benchmark": "micro", "model": "int8dq-1024", "metric": "time",
            "arch": "H100", "device": "cuda", "base": 1.0, "head": 1.08, "change": 0.08,

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from benchsite.regressions.detect import baselines, hud_policy
+from benchsite.regressions.detect import hud_policy
+from benchsite.regressions.detect import reference_detectors as baselines
 from runner.contract.directions import HIGHER, LOWER
 
 FLAT = [1.0, 1.01, 0.99, 1.0, 1.0, 0.99]  # the baseline window

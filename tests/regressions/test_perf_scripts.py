@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchsite.regressions.detect.judge import REGRESSION, UNCHANGED, Rules, Verdict
+from benchsite.comparison.judge import REGRESSION, UNCHANGED, Rules, Verdict
 from benchsite.regressions.models import DEFAULT_THRESHOLDS, DetectionSettings
 
 ROOT = Path(__file__).resolve().parents[2]

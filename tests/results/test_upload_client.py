@@ -7,8 +7,7 @@ import urllib.request
 import pytest
 
 from benchsite.results.models import Result, Run
-from runner import upload
-from runner.cli import main
+from runner.cli import main, upload
 from tests.results.samples import INDUCTOR_ACCURACY, TORCHAO, record
 
 GITHUB_ENV = {"GITHUB_REPOSITORY": "pytorch/ao", "GITHUB_SHA": "f" * 40,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from runner.engine.timing_data import TimingSettings
 from runner.quant.cells import QuantCell
 from runner.quant.shapes import Shape
-from runner.timing import TimingSettings
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "specs"
 FAST = TimingSettings(samples=3, warmup_s=0.0, min_sample_s=0.0005, min_pairs=6, max_pairs=12,

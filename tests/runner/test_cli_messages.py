@@ -8,9 +8,8 @@ import sys
 
 import pytest
 
-from runner import upload
-from runner.cli import main
-from runner.progress import Progress
+from runner.cli import main, upload
+from runner.cli.progress import Progress
 
 RECORD = {"benchmark": {"name": "micro-benchmark api"}, "model": {"name": "linear"},
           "metric": {"name": "Fwd Speedup (x)", "benchmark_values": [1.5]}}

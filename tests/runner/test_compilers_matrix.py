@@ -10,7 +10,7 @@ from runner.compilers import models
 from runner.compilers.family import check_settings, configuration
 from runner.compilers.matrix import Config, expand, selected
 from runner.compilers.spec import parse
-from runner.specs import SpecError, read_spec
+from runner.engine.specs import SpecError, read_spec
 from tests.runner.conftest import FIXTURES
 
 SETTINGS = dict(device="cpu", batch_size=None, repeat=2, iterations_per_run=1, verify=False,

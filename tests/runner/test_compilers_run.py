@@ -8,8 +8,8 @@ from runner.cli import main as runner_main
 from runner.compilers import child, models, records
 from runner.compilers.matrix import Config
 from runner.contract.record import problems
-from runner.environment import RunContext
-from runner.paired import PairedTiming
+from runner.engine.paired import PairedTiming
+from runner.engine.run_context import RunContext
 
 HELPERS = "tests.runner.experiment_models"
 CONTEXT = RunContext(cpu_info="Test CPU", cpu_count=2, mem_gb=8.0, avail_mem_gb=4.0,

@@ -10,7 +10,7 @@ import pytest
 
 from runner.contract.record import problems
 from runner.contract.status import FAILED, OK
-from runner.environment import RunContext
+from runner.engine.run_context import RunContext
 from runner.instructions.callgrind import MeasureSettings, Pool
 from runner.instructions.definitions import Benchmark, Definition, Signature
 from runner.instructions.records import measurement_records

@@ -4,14 +4,14 @@ and the family's run of one cell."""
 import pytest
 from conftest import series_names
 
+from runner.cli.instructions import table
 from runner.contract.directions import LOWER, direction
 from runner.contract.names import INSTRUCTIONS_BENCHMARK
 from runner.contract.record import problems
 from runner.contract.status import FAILED, OK, SKIPPED
-from runner.environment import RunContext
+from runner.engine.run_context import RunContext
 from runner.instructions import family
 from runner.instructions.callgrind import Measurement, MeasureSettings
-from runner.instructions.cli import table
 from runner.instructions.definitions import Benchmark, Definition, Signature
 from runner.instructions.records import measurement_records
 

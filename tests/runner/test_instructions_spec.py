@@ -9,11 +9,11 @@ import pytest
 from conftest import FIXTURES
 
 from runner import families
+from runner.engine.specs import SpecError, read_spec
 from runner.instructions import family
 from runner.instructions.builtin import BUILTIN
 from runner.instructions.definitions import Benchmark, Definition, Signature, expand
 from runner.instructions.spec import parse_spec
-from runner.specs import SpecError, read_spec
 
 
 def keys(spec):

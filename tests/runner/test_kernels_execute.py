@@ -18,7 +18,7 @@ from runner.kernels.spec import KernelCell
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
 
-from runner.environment import RunContext  # noqa: E402
+from runner.engine.run_context import RunContext  # noqa: E402
 from runner.kernels.execute import run_cell  # noqa: E402
 from runner.kernels.records import cell_records  # noqa: E402
 

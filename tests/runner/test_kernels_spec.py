@@ -8,9 +8,9 @@ import pytest
 from conftest import FIXTURES
 
 from runner import families
+from runner.engine.specs import SpecError, read_spec
 from runner.kernels import family
 from runner.kernels.spec import KernelCell, parse
-from runner.specs import SpecError, read_spec
 
 
 def test_defaults_and_order_eager_first():
@@ -91,7 +91,7 @@ def test_planning_needs_no_torch():
     code = textwrap.dedent(f"""\
         import sys
         from runner import families
-        from runner.specs import read_spec
+        from runner.engine.specs import read_spec
         families.plan(read_spec({str(FIXTURES / "kernels_cpu.yml")!r}), "k")
         assert "torch" not in sys.modules, "planning imported torch"
     """)

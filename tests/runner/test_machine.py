@@ -2,7 +2,7 @@
 
 import subprocess
 
-from runner import machine
+from runner.engine import machine_state as machine
 
 
 def test_the_cpu_state_has_the_load_average_and_the_usable_cpus():

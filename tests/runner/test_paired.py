@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from runner.paired import (
+from runner.engine.paired import (
     STOPPED_BUDGET,
     STOPPED_CI,
     STOPPED_PAIRS,
@@ -14,7 +14,7 @@ from runner.paired import (
     median_interval,
     sample_pairs,
 )
-from runner.timing import TimingSettings
+from runner.engine.timing_data import TimingSettings
 
 
 class DriftingMachine:
@@ -73,7 +73,7 @@ def test_each_pair_runs_a_b_b_a_b_a_a_b_and_gives_one_ratio():
 def test_a_slowly_drifting_machine_does_not_bias_the_paired_ratio_but_biases_two_windows():
     """A/A: the same cost on both sides, on a machine 5% slower every 100 ms. Timing one side
     and then the other (the window method) reads the drift as a speedup; pairs do not."""
-    from runner.timers import pair_cpu, time_cpu
+    from runner.engine.torch_timers import pair_cpu, time_cpu
 
     settings = TimingSettings(samples=30, warmup_s=0.01, min_sample_s=0.002, min_pairs=10,
                               max_pairs=10, budget_s=100)
@@ -107,7 +107,7 @@ class SteppingMachine(DriftingMachine):
 def test_a_neighbour_starting_mid_measurement_does_not_bias_the_paired_ratio():
     """A true 2x speedup, the machine 30% slower from 0.09 s on (between the two windows).
     Two windows read 1.54x; pairs read 2x, only the pair across the step is off."""
-    from runner.timers import pair_cpu, time_cpu
+    from runner.engine.torch_timers import pair_cpu, time_cpu
 
     settings = TimingSettings(samples=40, warmup_s=0.0, min_sample_s=0.002, min_pairs=20,
                               max_pairs=20, budget_s=100)
@@ -127,7 +127,7 @@ def test_a_neighbour_starting_mid_measurement_does_not_bias_the_paired_ratio():
 
 
 def test_a_true_speedup_is_found_with_its_interval():
-    from runner.timers import pair_cpu
+    from runner.engine.torch_timers import pair_cpu
 
     machine = DriftingMachine(drift=0.1, jitter=[0.0, 0.03, -0.02, 0.05, -0.04, 0.01, 0.0])
     settings = TimingSettings(warmup_s=0.0, min_sample_s=0.001, budget_s=100)

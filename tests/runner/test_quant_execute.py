@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import FAST
 
+from runner.engine.timing_data import TimingSettings
 from runner.quant import models
 from runner.quant.cells import QuantCell
 from runner.quant.execute import run_cell, run_spec
@@ -14,7 +15,6 @@ from runner.quant.recipes import CustomRecipe, Requirements
 from runner.quant.records import cell_records
 from runner.quant.results import CellResult
 from runner.quant.shapes import Shape
-from runner.timing import TimingSettings
 
 pytestmark = pytest.mark.torch
 
@@ -79,7 +79,7 @@ def test_the_baseline_is_timed_in_every_cell_interleaved_with_its_quantized_mode
 
 def test_a_speedup_whose_interval_stays_wide_is_marked_unstable(make_cell, monkeypatch,
                                                                 tmp_path):
-    from runner.paired import PairedTiming
+    from runner.engine.paired import PairedTiming
     from runner.quant import execute
     from runner.quant.family import run as run_family
 
@@ -208,12 +208,12 @@ def test_results_round_trip_through_plain_json(cpu_results, make_cell):
 
 
 def _records(result):
-    from runner.environment import RunContext
+    from runner.engine.run_context import RunContext
 
     return cell_records(result, RunContext.collect())
 
 
 def _context():
-    from runner.environment import RunContext
+    from runner.engine.run_context import RunContext
 
     return RunContext.collect()

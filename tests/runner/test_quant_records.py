@@ -6,10 +6,10 @@ import json
 import pytest
 from conftest import FAST
 
+from runner.cli.outputs import write_json
 from runner.contract.record import problems
-from runner.environment import RunContext
-from runner.outputs import write_json
-from runner.paired import PairedTiming
+from runner.engine.paired import PairedTiming
+from runner.engine.run_context import RunContext
 from runner.quant.records import cell_records
 from runner.quant.report import CSV_COLUMNS, table, write_csv
 from runner.quant.results import CellResult

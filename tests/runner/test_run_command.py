@@ -115,7 +115,7 @@ def test_ctrl_c_leaves_a_valid_partial_output(spec, tmp_path, monkeypatch, capsy
 
 @pytest.mark.torch
 def test_upload_sends_the_records(spec, monkeypatch, capsys):
-    from runner import upload
+    from runner.cli import upload
 
     sent = {}
 
@@ -164,7 +164,7 @@ def test_bad_timing_is_refused_naming_the_setting(spec, capsys):
 
 
 def test_unstable_cells_are_counted_apart(spec, monkeypatch, capsys):
-    from runner.paired import PairedTiming
+    from runner.engine.paired import PairedTiming
     from runner.quant import execute
 
     wide = PairedTiming((1.0,) * 12, (1.0,) * 12, (0.7, 1.3, 0.8, 1.2, 0.9, 1.1))

@@ -3,8 +3,8 @@
 import pytest
 
 from runner import families
-from runner.settings import settings_problems, validate
-from runner.timing import TimingSettings
+from runner.engine.run_settings import settings_problems, validate
+from runner.engine.timing_data import TimingSettings
 
 
 def test_valid_overrides_have_no_problems():

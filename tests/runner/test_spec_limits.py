@@ -10,10 +10,8 @@ import time
 import pytest
 
 from runner import families
-from runner.folders import inside, path_problem
-from runner.quant.recipes import CustomRecipe
-from runner.quant.spec import check_custom_recipe, parse_spec
-from runner.specs import (
+from runner.engine.folders import inside, path_problem
+from runner.engine.specs import (
     MAX_CELLS,
     MAX_SPEC_BYTES,
     SHOWN_CHARS,
@@ -21,6 +19,8 @@ from runner.specs import (
     parse_yaml,
     read_spec,
 )
+from runner.quant.recipes import CustomRecipe
+from runner.quant.spec import check_custom_recipe, parse_spec
 
 SPEC = {
     "quantization_config_recipe_names": ["int8wo"],

@@ -2,7 +2,7 @@
 
 import pytest
 
-from runner.timing import Timing, TimingSettings
+from runner.engine.timing_data import Timing, TimingSettings
 
 pytestmark = pytest.mark.torch
 
@@ -25,7 +25,7 @@ class FakeModel:
 
 
 def test_samples_are_calibrated_to_the_minimum_sample_time():
-    from runner.timers import time_cpu
+    from runner.engine.torch_timers import time_cpu
 
     model = FakeModel(cost=0.001, first_call=5.0)  # a slow first call, as when compiling
     settings = TimingSettings(samples=4, warmup_s=0.05, min_sample_s=0.01)
@@ -39,7 +39,7 @@ def test_samples_are_calibrated_to_the_minimum_sample_time():
 def test_calibrated_blocks_stay_near_the_minimum_sample_time():
     """Blocks are sized by scaling the calls, not by a whole multiplier of them: 10 calls of
     0.35 ms (3.5 ms) grow to 32 calls (11.2 ms, 10% past the 10 ms asked), not to 40 (14 ms)."""
-    from runner.timers import CALIBRATION_AIM, time_cpu
+    from runner.engine.torch_timers import CALIBRATION_AIM, time_cpu
 
     model = FakeModel(cost=0.00035)
     settings = TimingSettings(samples=2, warmup_s=0.0, min_sample_s=0.01)
@@ -50,7 +50,7 @@ def test_calibrated_blocks_stay_near_the_minimum_sample_time():
 
 
 def test_slow_calls_take_one_call_per_sample():
-    from runner.timers import time_cpu
+    from runner.engine.torch_timers import time_cpu
 
     model = FakeModel(cost=0.5)
     timing = time_cpu(model, TimingSettings(samples=3, warmup_s=0.0, min_sample_s=0.01),
@@ -63,7 +63,7 @@ def test_slow_calls_take_one_call_per_sample():
 def test_cpu_timing_runs_with_the_fixed_thread_count():
     import torch
 
-    from runner.timers import measure
+    from runner.engine.torch_timers import measure
 
     before = torch.get_num_threads()
     seen = set()
@@ -88,7 +88,7 @@ def test_cuda_timing_flushes_l2_before_every_timed_call(monkeypatch):
     """The event sequence per sample, checked with stand-ins for the CUDA calls."""
     import torch
 
-    from runner import timers
+    from runner.engine import torch_timers as timers
 
     log = []
 

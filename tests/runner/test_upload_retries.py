@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from runner.cli import main
-from runner.upload import retry_after
+from runner.cli.upload import retry_after
 
 RUN = ["--repo", "pytorch/ao", "--head-branch", "main", "--head-sha", "a" * 40]
 

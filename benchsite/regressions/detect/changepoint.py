@@ -34,9 +34,9 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy import special, stats
 
+from benchsite.comparison.points import MIN_NOISE
+from benchsite.comparison.quantiles import nan_medians
 from benchsite.regressions.detect import Detection
-from benchsite.regressions.detect.points import MIN_NOISE
-from benchsite.regressions.detect.windows import nan_medians
 
 AFTER_WINDOWS = (3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 25, 30)
 MAD_SCALE = 1.4826

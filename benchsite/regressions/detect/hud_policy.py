@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from benchsite.comparison.better import HIGHER, LOWER
 from benchsite.regressions.detect import Detection
-from runner.contract.directions import HIGHER, LOWER
 
 STATISTICS = ("median", "min", "max", "earliest", "latest")
 # A series' status under the policy (its regression page shows it).

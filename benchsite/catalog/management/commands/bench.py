@@ -13,11 +13,13 @@ from benchsite.catalog import schedules
 from benchsite.catalog.models import BenchmarkConfig
 from benchsite.catalog.run import submit_source
 from benchsite.jobs import tasks
+from benchsite.jobs.broker import BROKER_ERRORS, consumers
 from benchsite.jobs.models import ADHOC_BRANCH, Job, JobCell
 from benchsite.jobs.submit import CommitRefused, JobRefused, job_commit
-from runner.timing import add_timing_options, timing_overrides
+from runner.cli.timing_options import add_timing_options, timing_overrides
 
 POLL_S = 0.5  # how often --wait reads the job
+WORKERS_TIMEOUT_S = 1.0  # how long `run` waits for workers to say which queues they take
 OPTION = {"repo": "--repo", "head_branch": "--branch", "head_sha": "--sha"}
 
 
@@ -84,19 +86,41 @@ class Command(BaseCommand):
         measured = "no commit (adhoc)" if job.adhoc else f"{job.head_branch} {job.head_sha[:12]}"
         self.stdout.write(f"job {job.pk}: {job.cells_total} cells on queue {queue!r}, "
                           f"{job.repo} {measured} ({job.get_absolute_url()})")
+        self.tell_if_unserved(queue)
         if wait:
             self.follow(job)
 
+    def tell_if_unserved(self, queue):
+        """Say so when no worker takes `queue`'s tasks: the job would wait without a word."""
+        try:
+            workers = consumers(queue, timeout=WORKERS_TIMEOUT_S)
+        except BROKER_ERRORS as error:
+            self.stderr.write(f"the broker did not answer ({error}): the job is kept and "
+                              "queued again when it is back")
+            return
+        if workers == []:
+            self.stderr.write(
+                f"no worker takes queue {queue!r} (none answered within {WORKERS_TIMEOUT_S:g} "
+                f"s): the job waits until one does. Start one with `.venv/bin/celery -A "
+                f"benchsite worker -Q {queue} -c 1` (scripts/run starts the cpu and control "
+                "queues' workers).")
+
     def follow(self, job):
-        """Until the job ends: a bar of its cells (on stderr, when a terminal) and each
-        failed cell's error on stdout as it fails; then every cell's state."""
+        """Until the job ends: a bar of its cells on stderr (a line per cell done when stderr
+        is not a terminal, e.g. a log file) and each failed cell's error on stdout as it
+        fails; then every cell's state."""
         told = set()
         bar = tqdm(total=job.cells_total, unit="cell", desc=f"job {job.pk}",
                    file=self.stderr._out, disable=None, dynamic_ncols=True)
+        done = 0
         with bar:
             while True:
                 job.refresh_from_db()
                 bar.update(job.cells_done - bar.n)
+                if bar.disable and job.cells_done != done:  # not a terminal: a line, not a bar
+                    self.stderr.write(f"job {job.pk}: {job.cells_done}/{job.cells_total} cells "
+                                      f"done ({job.status})")
+                done = job.cells_done
                 bar.set_postfix_str(job.status, refresh=False)
                 failed = job.cells.filter(status=JobCell.Status.FAILED).exclude(pk__in=told)
                 for cell in failed.order_by("index"):

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from benchsite.catalog.models import BenchmarkConfig
 from benchsite.catalog.transfer import export_config
-from runner.specs import SpecError
+from runner.engine.specs import SpecError
 
 
 class Command(BaseCommand):

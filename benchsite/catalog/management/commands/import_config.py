@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from benchsite.catalog.configs import check_config
 from benchsite.catalog.transfer import config_name, import_config
-from runner.specs import SpecError
+from runner.engine.specs import SpecError
 
 
 class Command(BaseCommand):

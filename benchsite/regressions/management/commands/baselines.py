@@ -2,7 +2,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from benchsite.regressions import baselines
+from benchsite.comparison import stored_baselines
+from benchsite.regressions.changes import recorded_changes
 from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Series
 
@@ -33,8 +34,10 @@ class Command(BaseCommand):
                        .values_list("pk", flat=True))
             branches = settings.branches_for(name)
             for first in range(0, len(ids), chunk):
-                total += baselines.backfill(ids[first:first + chunk], branches, settings,
-                                            points)
+                some = ids[first:first + chunk]
+                total += stored_baselines.backfill(
+                    some, branches, recorded_changes(some, branches),
+                    settings.lookback_points, points)
                 self.stdout.write(f"\r{name}: {min(first + chunk, len(ids))}/{len(ids)} "
                                   f"series, {total:,} baselines", ending="")
                 self.stdout.flush()

@@ -1,5 +1,6 @@
 from collections import Counter
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from benchsite.regressions.models import AlertGroup, Regression
@@ -9,8 +10,10 @@ from benchsite.results.models import Upload
 
 class Command(BaseCommand):
     help = ("On the demo data (load_demo): the regressions and alert groups detection made, "
-            "and which injected change each group matches. Exits 1 when an injected change "
-            "is not found in exactly one group, or a group matches none.")
+            "which injected change each group matches, and the gate command that compares "
+            "its two commits. Exits 1 when an injected change is not found in exactly one "
+            "group, or a group of the demo's history matches none (groups of other commits, "
+            "e.g. `bench demo-bisect`'s or an upload's, are counted apart).")
 
     def add_arguments(self, parser):
         parser.add_argument("--nights", type=int, default=90,
@@ -21,11 +24,13 @@ class Command(BaseCommand):
             raise CommandError("no demo data: run `python manage.py load_demo` first")
         night = {sha(n): n for n in range(nights)}
         changes = injected(nights)
-        groups = list(AlertGroup.objects.prefetch_related("members__series")
-                      .order_by("first_bad_at", "pk"))
+        everything = list(AlertGroup.objects.prefetch_related("members__series")
+                          .order_by("first_bad_at", "pk"))
+        groups = [group for group in everything if group.first_bad_sha in night]
         found: Counter[str] = Counter()
         unmatched = 0
-        self.stdout.write(f"{Regression.objects.count()} regressions in {len(groups)} groups")
+        demo = Regression.objects.filter(group__in=groups).count()
+        self.stdout.write(f"{demo} regressions in {len(groups)} groups of the demo's history")
         for group in groups:
             members = list(group.members.all())
             matched = [change.name for change in changes
@@ -39,6 +44,12 @@ class Command(BaseCommand):
                 f"..{night.get(group.first_bad_sha, '?')}, {len(members)} members "
                 f"[{', '.join(f'{n} {kind}' for kind, n in kinds.most_common())}]: "
                 f"{' + '.join(matched) or 'no injected change'}")
+            self.stdout.write(f"    gate: python -m runner gate --server {settings.BENCH_SITE_URL}"
+                              f" --repo {group.repo} --base {group.last_good_sha} "
+                              f"--head {group.first_bad_sha}")
+        if len(everything) > len(groups):
+            self.stdout.write(f"  {len(everything) - len(groups)} group(s) of commits outside "
+                              "the demo's history (bench demo-bisect, uploads), not judged here")
         missed = [change.name for change in changes if found[change.name] != 1]
         for change in changes:
             self.stdout.write(f"  injected: {change.name} (night {change.night}): "

@@ -1,0 +1,93 @@
+"""The recent history of many series, read with one query.
+
+On PostgreSQL a LATERAL join walks the (series, timestamp) index backwards for each series
+and the rows come back in binary; other databases (SQLite has neither LATERAL nor arrays)
+use a window function through the ORM. The ORM path works on PostgreSQL too but is 4-6x
+slower there: 10-14 s against 2.2-3.1 s for the last 200 points of 2,000 series of 365.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+import psycopg
+from django.db import connection
+from django.db.models import F, Window
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import RowNumber
+
+from benchsite.comparison import points
+from benchsite.results.models import Result, Run
+
+LATEST_SQL = f"""
+SELECT s.id, r.timestamp, r.run_id, r.value, r.values, r.extra_info ->> 'unit'
+FROM unnest(%s::bigint[]) AS s(id)
+CROSS JOIN LATERAL (
+    SELECT res.timestamp, res.run_id, res.value, res.values, res.extra_info
+    FROM {Result._meta.db_table} res JOIN {Run._meta.db_table} run ON run.id = res.run_id
+    WHERE res.series_id = s.id AND res.value IS NOT NULL AND res.timestamp <= %s
+      AND run.head_branch = ANY(%s)
+    ORDER BY res.timestamp DESC LIMIT %s
+) AS r
+"""
+# No history reaches past this.
+FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class History:
+    """A series' latest points, oldest first (results without numbers left out)."""
+
+    timestamps: list[datetime]
+    run_ids: list[int]
+    values: np.ndarray  # one per point: trimmed mean of its repetitions
+    noise_floor: float  # relative noise the repetitions alone imply
+    unit: str  # metric.extra_info.unit of the latest point
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+
+def recent(series_ids: Iterable[int], points_wanted: int, branches: Iterable[str],
+           until: datetime | None = None) -> dict[int, History]:
+    """The last `points_wanted` results of each series on these branches (one history:
+    a repo's default branches), up to `until` (inclusive; default: the newest), by series
+    id. Other branches' results are never points of it."""
+    ids = sorted(set(series_ids))
+    branches = sorted(set(branches))
+    if not ids or not branches:
+        return {}
+    grouped: dict[int, list[tuple]] = {}
+    for row in _newest_first(ids, points_wanted, branches, until or FAR_FUTURE):
+        grouped.setdefault(row[0], []).append(row)
+    return {series_id: _history(rows[::-1]) for series_id, rows in grouped.items()}
+
+
+def _newest_first(ids: list[int], points_wanted: int, branches: list[str],
+                  until: datetime) -> Iterable[tuple]:
+    """(series id, timestamp, run id, value, values, unit), each series newest first."""
+    if connection.vendor == "postgresql":  # 4-6x faster than the ORM path (see above)
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(LATEST_SQL, [ids, until, branches, points_wanted], binary=True)
+            return cursor.fetchall()
+    return (
+        Result.objects.filter(series_id__in=ids, value__isnull=False, timestamp__lte=until,
+                              run__head_branch__in=branches)
+        .annotate(age=Window(RowNumber(), partition_by=[F("series_id")],
+                             order_by=[F("timestamp").desc(), F("id").desc()]),
+                  unit=KeyTextTransform("unit", "extra_info"))
+        .filter(age__lte=points_wanted)
+        .order_by("series_id", "-timestamp", "-id")
+        .values_list("series_id", "timestamp", "run_id", "value", "values", "unit")
+    )
+
+
+def _history(rows: list[tuple]) -> History:
+    repetitions = [values or [value] for _, _, _, value, values, _ in rows]
+    summary, floor = points.summarize(points.as_matrix(repetitions))
+    return History(timestamps=[row[1] for row in rows], run_ids=[row[2] for row in rows],
+                   values=summary, noise_floor=floor, unit=str(rows[-1][5] or ""))

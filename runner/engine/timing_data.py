@@ -1,0 +1,87 @@
+"""Timing as plain data (no torch): how carefully to time a call (TimingSettings) and the
+samples a timed call gave (Timing).
+
+Shared by the families that time calls (quantization, kernels); the timers that take the
+samples, which need torch, are runner.engine.torch_timers; the command-line options that set
+TimingSettings are runner.cli.timing_options.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from runner.engine.run_settings import above, at_least
+
+UNSTABLE_SPREAD = 0.10  # interquartile range over median above which a timing is flagged
+
+
+@dataclass(frozen=True)
+class TimingSettings:
+    """How carefully to time each call; tests and quick runs pass small values. A job's
+    timing settings are checked against these fields (runner.engine.run_settings)."""
+
+    # timed samples kept per lone measurement (a timing compared with nothing); the median
+    # is reported
+    samples: int = field(default=30, metadata=at_least(1))
+    # warm-up calls run for at least this long (after a first call); calibrating the block
+    # is part of it. 0.02 s a side read A/A speedups as well as 0.05 s did, in less time
+    # per cell (perf/runner_aa.py, perf/cell_time.py).
+    warmup_s: float = field(default=0.02, metadata=at_least(0))
+    # CPU: calls per sample (per block of a paired measurement) are raised until a sample
+    # lasts this long. 2 ms blocks gave the A/A accuracy of 5 ms ones in a third of the time
+    # on small layers; 1 ms ones did not (perf/runner_aa.py, perf/cell_time.py).
+    min_sample_s: float = field(default=0.002, metadata=at_least(0))
+    # CPU: torch threads while timing (torchao times with 1)
+    threads: int = field(default=1, metadata=at_least(1))
+    flush_l2: bool = True  # CUDA: overwrite a buffer larger than L2 before every timed call
+    # Paired speedups (runner.engine.paired): pairs (A B B A B A A B blocks) are added until the 95%
+    # interval's half-width is at most `ci_target` of the speedup, or `budget_s` is spent
+    # (at least `min_pairs`, at most `max_pairs` pairs).
+    ci_target: float = field(default=0.02, metadata=above(0, "a fraction"))
+    budget_s: float = field(default=2.0, metadata=at_least(0))
+    min_pairs: int = field(default=8, metadata=at_least(1))
+    max_pairs: int = field(default=400, metadata=at_least(1))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TimingSettings:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Every timed sample of one call, in milliseconds per call."""
+
+    samples_ms: tuple[float, ...]
+    calls_per_sample: int = 1
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples_ms)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range relative to the median: how noisy the samples were."""
+        if len(self.samples_ms) < 2:
+            return 0.0
+        low, _, high = statistics.quantiles(self.samples_ms, n=4)
+        return (high - low) / self.median_ms
+
+    @property
+    def measured_s(self) -> float:
+        """Time spent inside the timed calls."""
+        return sum(self.samples_ms) * self.calls_per_sample / 1000
+
+    def instability(self, what: str) -> str | None:
+        """A note for the records when the samples of `what` were noisy; None when steady."""
+        if self.spread <= UNSTABLE_SPREAD:
+            return None
+        return f"unstable {what} timing: IQR {self.spread:.0%} of the median"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Timing:
+        return cls(tuple(data["samples_ms"]), data["calls_per_sample"])
