@@ -47,6 +47,10 @@ COLUMNS = {  # metric -> column title, in table order
     QuantMetric.MEMORY: "memory MB",
 }
 SHAPE, CHANGE = "shape (M-K-N)", "speedup change %"  # the cells table's linked, styled columns
+# The layer a cell times (benchmark.extra_info.model_type: "linear", "ln_linear_relu", ...): a
+# recipe and shape is one series per layer, so the layer is part of a row's identity.
+LAYER_KEY = "series__extra_info__benchmark__model_type"
+Row = tuple[str, str]  # (recipe, layer): a heatmap row, a geomean
 
 
 @dataclass
@@ -67,20 +71,33 @@ class QuantRow:
         return self.unstable or (self.interval is not None and self.interval.contains(1.0))
 
 
-def cells_of(repo: str, sha: str, arch: str,
-             compile_mode: str) -> dict[tuple[str, str], QuantRow]:
-    """(recipe, shape) -> QuantRow for one commit, with one query (extra_info, for the
-    speedup's interval, of the speedup rows only)."""
+def _results(repo: str, sha: str, arch: str, compile_mode: str, layer: str = ""):
+    found = Result.objects.of_commit(repo, sha).in_slice(
+        benchmark=QUANT_BENCHMARK, arch=arch, compile_mode=compile_mode,
+        metric=[*COLUMNS, STATUS_METRIC])
+    return found.filter(**{LAYER_KEY: layer}) if layer else found
+
+
+def layers_of(repo: str, sha: str, arch: str, compile_mode: str) -> list[str]:
+    """The layers (model types) a commit's cells time; "" for records that name none."""
+    found = _results(repo, sha, arch, compile_mode).order_by().values_list(
+        LAYER_KEY, flat=True).distinct()
+    return sorted({layer if isinstance(layer, str) else "" for layer in found})
+
+
+def cells_of(repo: str, sha: str, arch: str, compile_mode: str,
+             layer: str = "") -> dict[tuple[Row, str], QuantRow]:
+    """((recipe, layer), shape) -> QuantRow for one commit (of one layer, or all), with one
+    query (extra_info, for the speedup's interval, of the speedup rows only)."""
     speedup_info = Case(When(series__metric=SPEEDUP, then="extra_info"),
                         output_field=JSONField())
-    rows = Result.objects.of_commit(repo, sha).in_slice(
-        benchmark=QUANT_BENCHMARK, arch=arch, compile_mode=compile_mode,
-        metric=[*COLUMNS, STATUS_METRIC],
-    ).values_list("series__dtype", "series__model", "series__metric", "value",
-                  "string_values", speedup_info)
-    cells: dict[tuple[str, str], QuantRow] = {}
-    for recipe, model, metric, value, strings, info in rows:
-        cell = cells.setdefault((recipe, quant_shape(model, recipe)), QuantRow())
+    rows = _results(repo, sha, arch, compile_mode, layer).values_list(
+        "series__dtype", "series__model", LAYER_KEY, "series__metric", "value",
+        "string_values", speedup_info)
+    cells: dict[tuple[Row, str], QuantRow] = {}
+    for recipe, model, kind, metric, value, strings, info in rows:
+        row = (recipe, kind if isinstance(kind, str) else "")
+        cell = cells.setdefault((row, quant_shape(model, recipe)), QuantRow())
         if metric == STATUS_METRIC:
             cell.status = (strings or [""])[0]
         else:
@@ -103,12 +120,14 @@ class QuantFilters(CommitFilters):
     REPO = "pytorch/ao"
 
     compile_mode = choice("Compile mode")
+    layer = choice("Layer (model type)")
     base = choice("Compare with (base)")
     threshold = percent("Threshold %", 5, 0.5)
     common = choice("Geomeans over", initial="1", choices=[
         ("1", "shapes in both commits"), ("0", "each commit's shapes")])
     parents = {**CommitFilters.parents, "compile_mode": ("sha", "arch"),
-               "base": ("repo", "branch", "arch")}
+               "layer": ("sha", "arch", "compile_mode"), "base": ("repo", "branch", "arch")}
+    facets = (*CommitFilters.facets, "layer")  # hidden while the commit times one layer
 
     def options_compile_mode(self, values):
         return pairs(summary_choices("compile_mode", repo=values["repo"],
@@ -117,6 +136,14 @@ class QuantFilters(CommitFilters):
 
     def default_compile_mode(self, values, choices):
         return prefer(choices, "max-autotune")
+
+    def options_layer(self, values):
+        layers = layers_of(values["repo"], values["sha"], values["arch"],
+                           values["compile_mode"])
+        return [("", "all"), *((layer, layer) for layer in layers if layer)]
+
+    def default_layer(self, values, choices):
+        return ""  # every layer: a page never hides a series
 
     def options_base(self, values):
         return [("", "—"), *commit_choices(self.shas)]
@@ -129,27 +156,29 @@ def build(state: State) -> Page:
     form = QuantFilters(state)
     chosen = form.values
     repo, branch, sha, arch = chosen["repo"], chosen["branch"], chosen["sha"], chosen["arch"]
-    compile_mode, base = chosen["compile_mode"], chosen["base"]
+    compile_mode, base, layer = chosen["compile_mode"], chosen["base"], chosen["layer"]
     threshold = chosen["threshold"] / 100
     common_only = chosen["common"] == "1"
 
-    new = cells_of(repo, sha, arch, compile_mode)
-    old = cells_of(repo, base, arch, compile_mode) if base else {}
-    recipes = sorted({recipe for recipe, _ in new} | {recipe for recipe, _ in old})
+    new = cells_of(repo, sha, arch, compile_mode, layer)
+    old = cells_of(repo, base, arch, compile_mode, layer) if base else {}
+    rows = sorted({row for row, _ in new} | {row for row, _ in old})
     shapes = sorted({shape for _, shape in new} | {shape for _, shape in old}, key=_shape_key)
+    layered = len({kind for _, kind in rows}) > 1  # then the layer is a column and a label
 
-    cells = _cells_table(state, recipes, shapes, new, old, base, threshold)
+    cells = _cells_table(state, rows, shapes, new, old, base, threshold, layered)
     cells.paged(state)  # the heatmap shows them all; the table a page at a time
+    labels = [_row_label(row, layered) for row in rows]
     figures = [_heatmap(f"Speedup over bf16 at {short_sha(sha)} ({arch}, {compile_mode})",
-                        recipes, shapes, new)]
+                        rows, labels, shapes, new)]
     if base:
-        figures.append(_change_heatmap(recipes, shapes, new, old, base, sha))
+        figures.append(_change_heatmap(rows, labels, shapes, new, old, base, sha))
     page = Page(
         title="Quantization",
         filters={"repo": repo, "branch": branch, "sha": sha, "arch": arch,
-                 "compile_mode": compile_mode, "base": base, "threshold": threshold,
-                 "common": common_only},
-        tables=[_geomeans(recipes, new, old, base, threshold, common_only), cells],
+                 "compile_mode": compile_mode, "layer": layer, "base": base,
+                 "threshold": threshold, "common": common_only},
+        tables=[_geomeans(rows, new, old, base, threshold, common_only, layered), cells],
         figures=figures,
         context={"form": form, "missing": not new, "sanity": sanity_lines(new, shapes),
                  "compare_url": compare_url(repo, base, sha, benchmark=QUANT_BENCHMARK)},
@@ -157,15 +186,22 @@ def build(state: State) -> Page:
     return page
 
 
+def _row_label(row: Row, layered: bool) -> str:
+    recipe, layer = row
+    return f"{recipe} ({layer or 'no layer'})" if layered else recipe
+
+
 def _speedup(cell: QuantRow | None) -> float | None:
     return cell.values.get(SPEEDUP) if cell else None
 
 
-def sanity_lines(cells: dict[tuple[str, str], QuantRow], shapes: list[str]) -> list[dict]:
+def sanity_lines(cells: dict[tuple[Row, str], QuantRow], shapes: list[str]) -> list[dict]:
     """The baseline recipe's cells (bf16 timed against itself), as {"suspect", "text"} lines:
     one for those whose interval holds 1.00, one per other cell."""
-    measured = [(shape, cell) for shape in shapes
-                if (cell := cells.get((QUANT_BASELINE_RECIPE, shape)))
+    layers = sorted({layer for (recipe, layer), _ in cells if recipe == QUANT_BASELINE_RECIPE})
+    measured = [(shape if len(layers) < 2 else f"{shape} ({layer})", cell)
+                for shape in shapes for layer in layers
+                if (cell := cells.get(((QUANT_BASELINE_RECIPE, layer), shape)))
                 and _speedup(cell) is not None]
     title = "Sanity check (baseline vs baseline)"
     lines, passed = [], []
@@ -207,15 +243,15 @@ def _hover(cell: QuantRow | None) -> str:
     return _label(cell) if value is None else measured_text(value, cell.interval)
 
 
-def _heatmap(title, recipes, shapes, cells) -> dict:
+def _heatmap(title, keys, labels, shapes, cells) -> dict:
     """Speedups coloured around 1.00; a cell within the noise (`QuantRow.neutral`) gets the
     neutral colour whatever its value."""
-    rows = [[cells.get((r, s)) for s in shapes] for r in recipes]
+    rows = [[cells.get((r, s)) for s in shapes] for r in keys]
     z = [[1.0 if cell and cell.neutral and _speedup(cell) is not None else _speedup(cell)
           for cell in row] for row in rows]
     text = [[_label(cell) for cell in row] for row in rows]
     hover = [[_hover(cell) for cell in row] for row in rows]
-    return charts.heatmap(title, shapes, recipes, z, text, "speedup (x)", midpoint=1.0,
+    return charts.heatmap(title, shapes, labels, z, text, "speedup (x)", midpoint=1.0,
                           hover=hover)
 
 
@@ -230,7 +266,7 @@ def _noisy(cell: QuantRow | None, before: QuantRow | None) -> bool:
     return within_noise(cell and cell.interval, before and before.interval)
 
 
-def _change_heatmap(recipes, shapes, new, old, base, sha) -> dict:
+def _change_heatmap(recipes, labels, shapes, new, old, base, sha) -> dict:
     """Changes coloured around 0; one within the noise is neutral, its text marked "≈"."""
     z, text = [], []
     for recipe in recipes:
@@ -242,16 +278,16 @@ def _change_heatmap(recipes, shapes, new, old, base, sha) -> dict:
         text.append(["—" if c is None else f"{'≈' if noisy else ''}{100 * c:+.1f}%"
                      for c, noisy in changes])
     return charts.heatmap(f"Speedup change, {short_sha(base)} → {short_sha(sha)}", shapes,
-                          recipes, z, text, "change (%)", midpoint=0.0)
+                          labels, z, text, "change (%)", midpoint=0.0)
 
 
-def _geomean_interval(cells: dict, recipe: str, shapes: set[str]) -> Interval | None:
+def _geomean_interval(cells: dict, recipe: Row, shapes: set[str]) -> Interval | None:
     return geomean_interval((_speedup(cells[(recipe, s)]), cells[(recipe, s)].interval)
                             for s in shapes)
 
 
-def _geomeans(recipes, new, old, base, threshold, common_only) -> Table:
-    columns = ["recipe", "geomean speedup", "points"]
+def _geomeans(recipes, new, old, base, threshold, common_only, layered) -> Table:
+    columns = ["recipe", *(["layer"] if layered else []), "geomean speedup", "points"]
     if base:
         columns += ["base geomean", "base points", "change"]
     table = Table("geomean", columns, [])
@@ -262,7 +298,8 @@ def _geomeans(recipes, new, old, base, threshold, common_only) -> Table:
             shapes_new = shapes_old = shapes_new & shapes_old
         total = sum(1 for r, _ in new if r == recipe)
         g_new = geomean(_speedup(new[(recipe, s)]) for s in shapes_new)
-        row = [recipe, g_new, f"{len(shapes_new)}/{total}"]
+        row = [recipe[0], *([recipe[1]] if layered else []), g_new,
+               f"{len(shapes_new)}/{total}"]
         classes = {}
         if base:
             g_old = geomean(_speedup(old[(recipe, s)]) for s in shapes_old)
@@ -294,10 +331,10 @@ def _status(cell: QuantRow | None) -> str:
     return cell.status or ("unstable" if cell.unstable else OK)
 
 
-def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
+def _cells_table(state, recipes, shapes, new, old, base, threshold, layered) -> Table:
     titles = list(COLUMNS.values())
     titles.insert(list(COLUMNS).index(SPEEDUP) + 1, "95% CI")
-    columns = ["recipe", SHAPE, *titles, "status"]
+    columns = ["recipe", *(["layer"] if layered else []), SHAPE, *titles, "status"]
     if base:
         columns += ["base speedup", CHANGE]
     table = Table("cells", columns, [])
@@ -307,7 +344,8 @@ def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
             cell, before = new.get((recipe, shape)), old.get((recipe, shape))
             if cell is None and before is None:
                 continue
-            row = [recipe, shape, *_metric_columns(cell), _status(cell)]
+            row = [recipe[0], *([recipe[1]] if layered else []), shape,
+                   *_metric_columns(cell), _status(cell)]
             classes = {}
             if base:
                 change = _change(_speedup(cell), _speedup(before))
@@ -318,7 +356,7 @@ def _cells_table(state, recipes, shapes, new, old, base, threshold) -> Table:
             table.classes.append(classes)
             table.links.append({SHAPE: page_url(
                 explorer, repo=state.values["repo"], benchmark=QUANT_BENCHMARK,
-                model=quant_model_name(recipe, shape), arch=state.values["arch"],
+                model=quant_model_name(recipe[0], shape), arch=state.values["arch"],
                 compile_mode=state.values["compile_mode"], range="90d")})
     return table
 
