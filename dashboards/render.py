@@ -39,10 +39,34 @@ class Table:
     links: list[dict[str, str]] = field(default_factory=list)
     classes: list[dict[str, str]] = field(default_factory=list)
     paging: Paging | None = None  # when `rows` is one page of a longer table
+    # Columns the HTML leaves out when their cell is the same on every row shown, saying it
+    # once above the table instead (the JSON and CSV keep them): a wide table stays readable.
+    fold_when_same: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         shown = {"name": self.name, "columns": self.columns, "rows": self.rows}
         return shown | ({"paging": self.paging.as_filters()} if self.paging else {})
+
+    def folded(self) -> dict[str, str]:
+        """The `fold_when_same` columns with one value on every row shown: name -> value."""
+        rows = self.rows[:HTML_ROWS]
+        if len(rows) < 2:
+            return {}
+        same = {}
+        for column in self.fold_when_same:
+            c = self.columns.index(column)
+            values = {format_cell(row[c]) for row in rows}
+            if len(values) == 1:
+                same[column] = values.pop()
+        return same
+
+    def html_columns(self) -> list[str]:
+        folded = self.folded()
+        return [column for column in self.columns if column not in folded]
+
+    def html_caption(self) -> str:
+        """"benchmark: micro-benchmark api · mode: inference" for the folded columns."""
+        return " · ".join(f"{column}: {value}" for column, value in self.folded().items())
 
     def by_column(self) -> list[dict[str, Any]]:
         """The rows as column name -> value, for a template that lays them out itself."""
@@ -64,12 +88,15 @@ class Table:
             return format_html('<tr><td colspan="{}" class="missing">No results for these '
                                "filters.</td></tr>", len(self.columns))
         lines = []
+        folded = self.folded()
         for r, row in enumerate(self.rows[:HTML_ROWS]):
             links = self.links[r] if r < len(self.links) else {}
             classes = self.classes[r] if r < len(self.classes) else {}
             cells = []
             for c, value in enumerate(row):
                 column = self.columns[c] if c < len(self.columns) else None
+                if column in folded:
+                    continue
                 text = escape(format_cell(value))
                 if column in links:
                     text = f'<a href="{escape(links[column])}">{text}</a>'
@@ -79,7 +106,7 @@ class Table:
         if len(self.rows) > HTML_ROWS:
             lines.append(format_html(
                 '<tr><td colspan="{}" class="missing">{} more rows: download the CSV.</td></tr>',
-                len(self.columns), len(self.rows) - HTML_ROWS))
+                len(self.html_columns()), len(self.rows) - HTML_ROWS))
         if self.paging and self.paging.urls:
             lines.append(self._paging_row())
         return mark_safe("\n".join(lines))  # noqa: S308 - every value escaped above
@@ -95,7 +122,7 @@ class Table:
         links = [format_html('<a href="{}" rel="{}">{}</a>', paging.urls[name], name, label)
                  for name, label in labels.items() if name in paging.urls]
         return format_html('<tr class="paging"><td colspan="{}">{} · {}</td></tr>',
-                           len(self.columns), where, mark_safe(" · ".join(links)))  # noqa: S308 - built by format_html
+                           len(self.html_columns()), where, mark_safe(" · ".join(links)))  # noqa: S308 - built by format_html
 
 
 @dataclass

@@ -170,7 +170,8 @@ def _details(rows, repo: str, links: bool) -> Table:
     explorer = reverse("dashboards:explorer")
     table = Table("series", ["model", "device", "metric", "change %", "noise %", "state",
                              "base", "head", "benchmark", "backend", "mode", "dtype", "why"],
-                  [])
+                  [], fold_when_same=("device", "metric", "benchmark", "backend", "mode",
+                                      "dtype"))
     for row in rows:
         table.rows.append([row.model, row.arch or row.device, row.metric,
                            None if row.change is None else round(100 * row.change, 2),
@@ -181,8 +182,11 @@ def _details(rows, repo: str, links: bool) -> Table:
             table.links.append({"model": page_url(
                 explorer, repo=repo, benchmark=row.benchmark, model=row.model,
                 metric=row.metric, arch=row.arch, range="90d")})
-            table.classes.append({"change %": CLASSES.get(row.state, ""),
-                                  "state": CLASSES.get(row.state, "")})
+            state = CLASSES.get(row.state, "")
+            table.classes.append({"model": "nowrap", "device": "name", "metric": "name",
+                                  "dtype": "nowrap", "change %": f"{state} nowrap",
+                                  "noise %": "nowrap", "state": f"{state} nowrap",
+                                  "base": "nowrap", "head": "nowrap"})
     return table
 
 
@@ -199,5 +203,5 @@ def _top_changes(rows) -> dict:
               "layout": charts.layout(f"Largest changes (top {len(changed)})",
                                       xaxis={"title": {"text": "change (%)"}},
                                       yaxis={"automargin": True, "autorange": "reversed"},
-                                      height=max(300, 28 * len(changed) + 80))}
+                                      height=max(240, 20 * len(changed) + 80))}
     return figure
