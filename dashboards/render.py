@@ -42,6 +42,9 @@ class Table:
     # Columns the HTML leaves out when their cell is the same on every row shown, saying it
     # once above the table instead (the JSON and CSV keep them): a wide table stays readable.
     fold_when_same: tuple[str, ...] = ()
+    # A column of long text (a verdict's reason) the HTML shows as a line under its row, the
+    # width of the table, instead of as a column (the JSON and CSV keep it a column).
+    detail: str = ""
 
     def as_json(self) -> dict[str, Any]:
         shown = {"name": self.name, "columns": self.columns, "rows": self.rows}
@@ -62,7 +65,8 @@ class Table:
 
     def html_columns(self) -> list[str]:
         folded = self.folded()
-        return [column for column in self.columns if column not in folded]
+        return [column for column in self.columns
+                if column not in folded and column != self.detail]
 
     def html_caption(self) -> str:
         """"benchmark: micro-benchmark api · mode: inference" for the folded columns."""
@@ -92,17 +96,22 @@ class Table:
         for r, row in enumerate(self.rows[:HTML_ROWS]):
             links = self.links[r] if r < len(self.links) else {}
             classes = self.classes[r] if r < len(self.classes) else {}
-            cells = []
+            cells, detail = [], ""
             for c, value in enumerate(row):
                 column = self.columns[c] if c < len(self.columns) else None
                 if column in folded:
+                    continue
+                if column == self.detail:
+                    detail = format_html('<tr class="detail"><td colspan="{}">{}: {}</td></tr>',
+                                         len(self.html_columns()), column, format_cell(value))
                     continue
                 text = escape(format_cell(value))
                 if column in links:
                     text = f'<a href="{escape(links[column])}">{text}</a>'
                 css = ("missing " if value is None else "") + classes.get(column, "")
                 cells.append(f'<td class="{css}">{text}</td>')
-            lines.append("<tr>" + "".join(cells) + "</tr>")
+            opening = '<tr class="has-detail">' if detail else "<tr>"
+            lines.append(opening + "".join(cells) + "</tr>" + detail)
         if len(self.rows) > HTML_ROWS:
             lines.append(format_html(
                 '<tr><td colspan="{}" class="missing">{} more rows: download the CSV.</td></tr>',

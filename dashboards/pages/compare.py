@@ -21,7 +21,7 @@ from benchsite.comparison.judge import (
 )
 from benchsite.regressions.comparisons import recent_comparison
 from benchsite.regressions.models import DetectionSettings
-from benchsite.results.models import Run
+from benchsite.results.models import Run, RunSummary
 from dashboards import charts
 from dashboards.choices import repos_and_benchmarks
 from dashboards.filters import prefer, short_sha
@@ -92,28 +92,45 @@ def _fdr(state: State) -> float | None:
 
 
 def latest(request: HttpRequest) -> HttpResponseRedirect:
-    """`/compare/` (`?repo=R`, other parameters passed on): the comparison of the newest two
-    commits of the repo's default branch (pytorch/ao's, else the first repo's), the usual
-    morning question."""
+    """`/compare/` (`?repo=R`, other parameters passed on): the newest commit of the repo's
+    default branch (pytorch/ao's, else the first repo's) against the newest one before it
+    that measured something in common with it, the usual morning question. (A CI upload of
+    another benchmark in between is skipped over, not compared into "no common results".)"""
     repos, _ = repos_and_benchmarks()
     repo = request.GET.get("repo") or prefer(repos, "pytorch/ao")
     if repo not in repos:
         raise Http404(f"repo {repo!r}: no results stored; known: {', '.join(repos) or 'none'}")
     branches = DetectionSettings.load().branches_for(repo)
-    newest: list[str] = []
-    for sha in (Run.objects.filter(repo=repo, head_branch__in=branches)
-                .order_by("-timestamp").values_list("head_sha", flat=True)[:200]):
-        if sha not in newest:
-            newest.append(sha)
-        if len(newest) == 2:
-            head, base = newest
-            params = request.GET.copy()  # ?format=json and the filters go along
-            params["repo"] = repo
-            return HttpResponseRedirect(
-                reverse("dashboards:compare", kwargs={"base": base, "head": head})
-                + "?" + params.urlencode())
-    raise Http404(f"repo {repo!r}: fewer than two commits on its default branch "
-                  f"({', '.join(branches)}) to compare yet")
+    pair = _newest_pair(repo, branches)
+    if pair is None:
+        raise Http404(f"repo {repo!r}: no two commits on its default branch "
+                      f"({', '.join(branches)}) with results in common to compare yet")
+    base, head = pair
+    params = request.GET.copy()  # ?format=json and the filters go along
+    params["repo"] = repo
+    return HttpResponseRedirect(reverse("dashboards:compare", kwargs={"base": base, "head": head})
+                                + "?" + params.urlencode())
+
+
+LATEST_RUNS = 200  # the newest runs of a default branch that `/compare/` picks its pair from
+
+
+def _newest_pair(repo: str, branches: list[str]) -> tuple[str, str] | None:
+    """(base, head): the newest commit with an older one that measured a slice it measured
+    (benchmark, device, metric: the runs' summaries), that older one the newest such."""
+    runs = list(Run.objects.filter(repo=repo, head_branch__in=branches)
+                .order_by("-timestamp").values_list("pk", "head_sha")[:LATEST_RUNS])
+    commits = list(dict.fromkeys(sha for _, sha in runs))  # newest first
+    sha_of = dict(runs)
+    slices: dict[str, set[tuple]] = defaultdict(set)
+    for run, *slice_ in (RunSummary.objects.filter(run_id__in=sha_of)
+                         .values_list("run_id", "benchmark", "device", "arch", "metric")):
+        slices[sha_of[run]].add(tuple(slice_))
+    for index, head in enumerate(commits):
+        for base in commits[index + 1:]:
+            if slices[head] & slices[base]:
+                return base, head
+    return None
 
 
 def _views(comparison: Comparison, chosen: dict[str, str], status: str,
@@ -168,26 +185,41 @@ def _details(rows, repo: str, links: bool) -> Table:
     """The rows shown, linked to their series in the explorer (not for a CSV: 18,000 links
     cost more than the rest of it)."""
     explorer = reverse("dashboards:explorer")
-    table = Table("series", ["model", "device", "metric", "change %", "noise %", "state",
-                             "base", "head", "benchmark", "backend", "mode", "dtype", "why"],
+    table = Table("series", ["model", "device", "metric", "change %", "vs level %", "noise %",
+                             "state", "base", "head", "level", "benchmark", "backend", "mode",
+                             "dtype", "why"],
                   [], fold_when_same=("device", "metric", "benchmark", "backend", "mode",
-                                      "dtype"))
+                                      "dtype"), detail="why")
     for row in rows:
         table.rows.append([row.model, row.arch or row.device, row.metric,
-                           None if row.change is None else round(100 * row.change, 2),
+                           _percent(row.change),
+                           _percent(_against_level(row)),
                            None if row.noise is None else round(100 * row.noise, 2),
-                           row.state.replace("_", " "), row.base, row.head, row.benchmark,
-                           row.backend, row.mode, row.dtype, row.rule])
+                           row.state.replace("_", " "), row.base, row.head, row.level,
+                           row.benchmark, row.backend, row.mode, row.dtype, row.rule])
         if links:
             table.links.append({"model": page_url(
                 explorer, repo=repo, benchmark=row.benchmark, model=row.model,
                 metric=row.metric, arch=row.arch, range="90d")})
             state = CLASSES.get(row.state, "")
-            table.classes.append({"model": "nowrap", "device": "name", "metric": "name",
-                                  "dtype": "nowrap", "change %": f"{state} nowrap",
-                                  "noise %": "nowrap", "state": f"{state} nowrap",
-                                  "base": "nowrap", "head": "nowrap"})
+            table.classes.append({"model": "nowrap", "device": "nowrap", "metric": "nowrap",
+                                  "dtype": "nowrap", "change %": "nowrap",
+                                  "vs level %": f"{state} nowrap", "noise %": "nowrap",
+                                  "state": f"{state} nowrap", "base": "nowrap",
+                                  "head": "nowrap", "level": "nowrap"})
     return table
+
+
+def _against_level(row) -> float | None:
+    """The head against the level its state is judged by (the history's median up to the
+    base), where "change %" is the head against the base commit alone."""
+    if row.head is None or not row.level:
+        return None
+    return row.head / row.level - 1
+
+
+def _percent(fraction: float | None) -> float | None:
+    return None if fraction is None else round(100 * fraction, 2)
 
 
 def _top_changes(rows) -> dict:

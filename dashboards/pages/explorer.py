@@ -22,6 +22,7 @@ from dashboards.filters import (
     percent,
     short_sha,
 )
+from dashboards.identity import ExtraField, identity_columns, with_extra
 from dashboards.pages.common import (
     IsoUtc,
     change_class,
@@ -32,7 +33,7 @@ from dashboards.state import State
 MAX_LINES = 12  # series shown: the ones that changed most over the range
 RANKED = 500  # series ranked by their change (the first by name, where more match)
 FACETS = ("backend", "mode", "dtype", "suite", "device", "compile_mode")
-LABEL_PARTS = ("model", "backend", "mode", "dtype", "arch", "compile_mode")
+READ = ("model", "backend", "mode", "dtype", "arch", "compile_mode")  # of each series shown
 
 
 class ExplorerFilters(AnyBenchmark, TimeRange):
@@ -45,6 +46,8 @@ class ExplorerFilters(AnyBenchmark, TimeRange):
     model = forms.CharField(label="Model", required=False, max_length=255,
                             widget=forms.TextInput(attrs={"size": 24,
                                                           "placeholder": "exact name"}))
+    extra = ExtraField(label="Extra", required=False, max_length=255,
+                       widget=forms.TextInput(attrs={"size": 24, "placeholder": "key=value"}))
     metric = choice("Metric")
     arch = choice("Device")
     backend = choice("backend")
@@ -54,7 +57,7 @@ class ExplorerFilters(AnyBenchmark, TimeRange):
     device = choice("device type")
     compile_mode = choice("compile mode")
     threshold = percent("Threshold %", 5, 0.5)
-    field_order = ["repo", "benchmark", "branch", "model", "metric", "arch", *FACETS,
+    field_order = ["repo", "benchmark", "branch", "model", "extra", "metric", "arch", *FACETS,
                    "range", "start", "end", "threshold"]
     parents = {"benchmark": ("repo",), "branch": ("repo", "benchmark"),
                "metric": ("repo", "benchmark"), "arch": ("repo", "benchmark", "branch"),
@@ -88,9 +91,11 @@ def build(state: State) -> Page:
     filters = {name: chosen[name] for name in ("model", "metric", "arch", *FACETS)
                if chosen[name] not in ("", ALL)}
     matching = Series.objects.filter(repo=chosen["repo"], benchmark=benchmark, **filters)
+    if chosen["extra"]:
+        matching = with_extra(matching, chosen["extra"])
     total = matching.count()
     candidates = list(matching.order_by("metric", "model", "backend", "dtype", "arch", "id")
-                      .only(*LABEL_PARTS, "metric", "device")[:RANKED])
+                      .only(*READ, "metric", "device")[:RANKED])
     in_range = Result.objects.filter(timestamp__gte=start, timestamp__lt=end,
                                      run__head_branch=chosen["branch"])
     series = _most_changed(candidates, in_range)
@@ -100,10 +105,7 @@ def build(state: State) -> Page:
                              "run__head_sha", "run_id", "string_values")):
         points[row[0]].append(row[1:])
 
-    varying = [part for part in LABEL_PARTS
-               if len({getattr(item, part) for item in series}) > 1] or ["model"]
-    names = {item.pk: " / ".join(str(getattr(item, part)) or "-" for part in varying)
-             for item in series}
+    names = _names(series)
     figures = _charts(series, points, names)
     return Page(
         title="Explorer",
@@ -115,6 +117,19 @@ def build(state: State) -> Page:
                  "ranked": min(total, RANKED),
                  "empty": not any(points[item.pk] for item in series)},
     )
+
+
+def _names(series: list[Series]) -> dict[int, str]:
+    """Each line's name: the model where models differ, and every other dimension that
+    tells the shown series apart (a layer, vLLM's tensor-parallel size...); no two alike."""
+    _, identities = identity_columns([item.pk for item in series])
+    several = len({item.model for item in series}) > 1
+    names = {}
+    for item in series:
+        parts = [item.model] if several else []
+        parts += [value or "-" for value in identities.get(item.pk, [])]
+        names[item.pk] = " / ".join(parts or [item.model])
+    return names
 
 
 def _most_changed(candidates: list[Series], in_range) -> list[Series]:

@@ -49,6 +49,7 @@ COLUMNS = {  # metric -> column title, in table order
 SHAPE, CHANGE = "shape (M-K-N)", "speedup change %"  # the cells table's linked, styled columns
 # The layer a cell times (benchmark.extra_info.model_type: "linear", "ln_linear_relu", ...): a
 # recipe and shape is one series per layer, so the layer is part of a row's identity.
+LAYER_EXTRA = "benchmark.model_type"  # the explorer's `extra` key for it
 LAYER_KEY = "series__extra_info__benchmark__model_type"
 Row = tuple[str, str]  # (recipe, layer): a heatmap row, a geomean
 
@@ -357,7 +358,8 @@ def _cells_table(state, recipes, shapes, new, old, base, threshold, layered) -> 
             table.links.append({SHAPE: page_url(
                 explorer, repo=state.values["repo"], benchmark=QUANT_BENCHMARK,
                 model=quant_model_name(recipe[0], shape), arch=state.values["arch"],
-                compile_mode=state.values["compile_mode"], range="90d")})
+                compile_mode=state.values["compile_mode"], range="90d",
+                extra=f"{LAYER_EXTRA}={recipe[1]}" if recipe[1] else "")})
     return table
 
 

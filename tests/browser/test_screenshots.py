@@ -1,6 +1,7 @@
 """Every page of the site on the demo, as a person opens it, at 1440x900 and 1280x720: each
-default view is drawn without browser errors and is at most 4,000 px tall. Screenshots go
-to var/screenshots/<page>-<width>x<height>.png (full page)."""
+default view is drawn without browser errors, is at most 4,000 px tall and needs no
+horizontal scroll (nor does any of its tables inside its box). Screenshots go to
+var/screenshots/<page>-<width>x<height>.png (full page)."""
 
 from pathlib import Path
 
@@ -42,9 +43,21 @@ def site_pages() -> dict[str, str]:
     }
 
 
+# How far the page, and each table's box, is wider than the window (px; 0: it fits).
+OVERFLOW = """() => {
+  const edge = document.documentElement.clientWidth;
+  const over = [["page", document.documentElement.scrollWidth - edge]];
+  for (const box of document.querySelectorAll("section.table")) {
+    const table = box.querySelector("table");
+    over.push([`table ${table && table.dataset.table}`, box.scrollWidth - box.clientWidth]);
+  }
+  return over.filter(([, px]) => px > 1);
+}"""
+
+
 def test_every_page_fits_at_both_sizes(page, demo):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    too_tall = []
+    too_tall, too_wide = [], []
     for name, url in site_pages().items():
         for width, height in VIEWPORTS:
             page.set_viewport_size({"width": width, "height": height})
@@ -55,7 +68,10 @@ def test_every_page_fits_at_both_sizes(page, demo):
             page.screenshot(path=str(SHOTS / f"{name}-{width}x{height}.png"), full_page=True)
             if tall > TALLEST:
                 too_tall.append(f"{name} ({url}) at {width}x{height}: {tall} px")
+            if over := page.evaluate(OVERFLOW):
+                too_wide.append(f"{name} ({url}) at {width}x{height}: {over}")
     assert not too_tall, "taller than 4,000 px by default:\n" + "\n".join(too_tall)
+    assert not too_wide, "wider than the window (px too wide):\n" + "\n".join(too_wide)
 
 
 def test_the_error_page_says_what_to_change(browser, live_server, transactional_db):

@@ -1,10 +1,14 @@
 """`/compare/`: the newest two commits of a repo's default branch, never a dead end."""
 
+import json
+
 import pytest
 from django.core.management import call_command
 
 from benchsite.results.demo import sha
+from benchsite.results.ingest.upload import store_upload
 from benchsite.results.models import Run
+from tests.results.samples import MINIMAL, record
 
 
 @pytest.fixture
@@ -42,4 +46,25 @@ def test_an_unknown_repo_or_a_single_commit_says_why(client, demo):
     Run.objects.filter(repo="pytorch/ao").exclude(head_sha=sha(2)).delete()
     single = client.get("/compare/?repo=pytorch/ao")
     assert single.status_code == 404
-    assert "fewer than two commits" in single.content.decode()
+    assert "no two commits" in single.content.decode()
+
+
+
+def upload_cpu_benchmark(sha_: str, after: Run, value: float) -> None:
+    """The README's CPU upload: another benchmark, on main, an hour after `after`."""
+    body = json.dumps([record(MINIMAL, timestamp=int(after.timestamp.timestamp()) + 3600,
+                              metric={"name": "latency", "benchmark_values": [value]})])
+    store_upload(body.encode(), metadata={"repo": "pytorch/ao", "head_branch": "main",
+                                          "head_sha": sha_})
+
+
+def test_a_newer_upload_of_another_benchmark_is_skipped_over(client, demo):
+    """The newest commit measured nothing the nightlies measured, so the nightlies are
+    compared (not "no common results")."""
+    night = Run.objects.filter(repo="pytorch/ao", head_sha=sha(2)).latest("timestamp")
+    upload_cpu_benchmark("c" * 40, after=night, value=1.0)
+    assert Run.objects.filter(repo="pytorch/ao").latest("timestamp").head_sha == "c" * 40
+    assert client.get("/compare/")["Location"].startswith(f"/compare/{sha(1)}...{sha(2)}?")
+    # Once a second commit measures it too, that pair is the newest with results in common.
+    upload_cpu_benchmark("d" * 40, after=Run.objects.get(head_sha="c" * 40), value=2.0)
+    assert client.get("/compare/")["Location"].startswith(f"/compare/{'c' * 40}...{'d' * 40}?")

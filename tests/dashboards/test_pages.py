@@ -186,7 +186,18 @@ def test_compare_page_counts_changes_and_drills_down(client, demo):
     assert series["paging"]["rows"] == sum(page["filters"]["counts"].values())
     only = get_json(client, f"/compare/{base}...{head}?repo=pytorch/ao&metric=Fwd Speedup (x)"
                             f"&arch={H100}&status=unchanged")
-    assert {row[5] for row in only["tables"][1]["rows"]} <= {"unchanged"}
+    shown = only["tables"][1]
+    state = shown["columns"].index("state")
+    assert shown["rows"] and {row[state] for row in shown["rows"]} == {"unchanged"}
+    # Each state beside what it was judged by: the head against the level, not the base.
+    at = {name: series["columns"].index(name)
+          for name in ("change %", "vs level %", "state", "base", "head", "level")}
+    for row in series["rows"]:
+        if row[at["level"]] and row[at["head"]] is not None:
+            vs_level = 100 * (row[at["head"]] / row[at["level"]] - 1)
+            assert row[at["vs level %"]] == pytest.approx(vs_level, abs=0.01), row
+        if row[at["state"]] in ("regression", "improvement") and row[at["level"]]:
+            assert row[at["vs level %"]] is not None, row
     html = client.get(f"/compare/{base}...{head}?repo=pytorch/ao").content.decode()
     assert f"https://github.com/pytorch/ao/commit/{head}" in html
     assert client.get(f"/compare/{'0' * 40}...{'1' * 40}?repo=pytorch/ao").status_code == 404

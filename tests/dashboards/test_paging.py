@@ -39,12 +39,13 @@ def test_compare_lists_changes_first_a_page_at_a_time(client, demo):
 
     every = get_json(client, COMPARE + "&page=all")["tables"][1]["rows"]
     assert len(every) == total and every[:PER_PAGE] == series["rows"]
-    ranks = [STATES.index(row[5].replace(" ", "_")) for row in every]
+    state, change = (series["columns"].index(name) for name in ("state", "change %"))
+    ranks = [STATES.index(row[state].replace(" ", "_")) for row in every]
     assert ranks == sorted(ranks)  # regressions, improvements, ..., unchanged last
-    assert every[0][5] != "unchanged" and every[-1][5] == "unchanged"
-    for state in {row[5] for row in every}:
-        changes = [abs(row[3] or 0) for row in every if row[5] == state]
-        assert changes == sorted(changes, reverse=True), state  # the largest first
+    assert every[0][state] != "unchanged" and every[-1][state] == "unchanged"
+    for shown in {row[state] for row in every}:
+        changes = [abs(row[change] or 0) for row in every if row[state] == shown]
+        assert changes == sorted(changes, reverse=True), shown  # the largest first
     second = get_json(client, COMPARE + "&page=2")["tables"][1]["rows"]
     assert second == every[PER_PAGE:2 * PER_PAGE]
 

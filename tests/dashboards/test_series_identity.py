@@ -4,6 +4,7 @@ quantization page, over its layer choices, and on its run page; every series of 
 night's runs is a row of its own on the run page."""
 
 import itertools
+import re
 
 import orjson
 import pytest
@@ -136,3 +137,32 @@ def test_every_series_of_a_run_is_a_row_of_its_own(client):
         run_rows(client, run)
     vllm = run_rows(client, night.filter(repo="vllm-project/vllm").first())
     assert any("tensor_parallel_size" in column for column in vllm["columns"])
+
+
+def test_a_cells_explorer_link_shows_that_layers_series_only(client):
+    """The link from a cell's shape opens the explorer on that recipe, shape and layer: its
+    three metrics, not the other layer's under the same model name; lines named apart."""
+    call_command("load_demo", "--nights", str(NIGHTS))
+    stored = cpu_small_job()
+    html = client.get(f"/quantization/?repo=pytorch/ao&branch=main&arch={ARCH}&sha={JOB_SHA}"
+                      "&compile_mode=none&page=all").content.decode()
+    for layer in LAYERS:
+        recipe, shape = "float8wo", "256-512-512"
+        extra = f"extra=benchmark.model_type%3D{layer}"
+        [link] = {href for href in re.findall(r'href="(/explorer/\?[^"]+)"', html)
+                  if f"model={quant_model_name(recipe, shape)}&" in href.replace("&amp;", "&")
+                  and extra in href}
+        page = get_json(client, link.replace("&amp;", "&"))
+        rows = table(page, "series")["rows"]
+        assert sorted(row[1] for row in rows) == sorted(METRICS), rows
+        latest = {row[1]: row[2] for row in rows}
+        assert latest == {metric: stored[(recipe, layer, shape, metric)] for metric in METRICS}
+    # Without the layer, the model's six series: lines named by their layer, none alike.
+    page = get_json(client, f"/explorer/?repo=pytorch/ao&benchmark={QUANT_BENCHMARK}"
+                            f"&arch={ARCH}&model={quant_model_name('float8wo', '256-512-512')}")
+    names = [(row[0], row[1]) for row in table(page, "series")["rows"]]
+    assert len(names) == len(set(names)) == len(LAYERS) * len(METRICS), names
+    assert {row[0] for row in table(page, "series")["rows"]} == set(LAYERS)
+    refused = client.get(f"/explorer/?repo=pytorch/ao&benchmark={QUANT_BENCHMARK}"
+                         "&extra=model_type&format=json")
+    assert refused.status_code == 400 and "key=value" in refused.content.decode()

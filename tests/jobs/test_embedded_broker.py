@@ -32,7 +32,8 @@ def test_bench_run_returns_once_queued_and_the_worker_runs_the_job(filesystem_wo
     returned_after = time.monotonic() - started
     job = Job.objects.get()
     assert job.enqueued_at is not None and job.cells_done < job.cells_total
-    assert returned_after < 5, returned_after  # queued, not run here (a cell imports torch)
+    # queued, not run here: the cells are the worker's (below), and 4 of them would take longer
+    assert returned_after < 10, returned_after
     said = capsys.readouterr()
     assert f"job {job.pk}: 4 cells on queue 'cpu'" in said.out
     assert "no worker" not in said.err  # the fixture's worker answered for queue cpu

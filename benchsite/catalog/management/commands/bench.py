@@ -19,7 +19,9 @@ from benchsite.jobs.submit import CommitRefused, JobRefused, job_commit
 from runner.cli.timing_options import add_timing_options, timing_overrides
 
 POLL_S = 0.5  # how often --wait reads the job
-WORKERS_TIMEOUT_S = 1.0  # how long `run` waits for workers to say which queues they take
+# How long `run` waits for workers to say which queues they take: a quick ask, then a longer
+# one before saying none does (a busy machine's worker polls the embedded broker late).
+WORKERS_TIMEOUTS_S = (1.0, 4.0)
 OPTION = {"repo": "--repo", "head_branch": "--branch", "head_sha": "--sha"}
 
 
@@ -93,17 +95,20 @@ class Command(BaseCommand):
     def tell_if_unserved(self, queue):
         """Say so when no worker takes `queue`'s tasks: the job would wait without a word."""
         try:
-            workers = consumers(queue, timeout=WORKERS_TIMEOUT_S)
+            for timeout in WORKERS_TIMEOUTS_S:
+                workers = consumers(queue, timeout=timeout)
+                if workers != []:
+                    break
         except BROKER_ERRORS as error:
             self.stderr.write(f"the broker did not answer ({error}): the job is kept and "
                               "queued again when it is back")
             return
         if workers == []:
             self.stderr.write(
-                f"no worker takes queue {queue!r} (none answered within {WORKERS_TIMEOUT_S:g} "
-                f"s): the job waits until one does. Start one with `.venv/bin/celery -A "
-                f"benchsite worker -Q {queue} -c 1` (scripts/run starts the cpu and control "
-                "queues' workers).")
+                f"no worker takes queue {queue!r} (none answered within "
+                f"{sum(WORKERS_TIMEOUTS_S):g} s): the job waits until one does. Start one "
+                f"with `.venv/bin/celery -A benchsite worker -Q {queue} -c 1` (scripts/run "
+                "starts the cpu and control queues' workers).")
 
     def follow(self, job):
         """Until the job ends: a bar of its cells on stderr (a line per cell done when stderr
