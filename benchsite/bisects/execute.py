@@ -68,7 +68,7 @@ def run_ab(bisect: Bisect, lab: SiteLab) -> search.Outcome:
     try:
         for number in range(settings.BENCH_BISECT_AB_ROUNDS):
             for position in (0, 1) if number % 2 == 0 else (1, 0):
-                if lab.rounds(position, 1 - position) <= number:
+                if len(lab.rounds(position, 1 - position)) <= number:
                     lab.measure(position, 1 - position)
     except search.Skip as error:
         return search.Outcome(search.FAILED, str(error))

@@ -48,15 +48,18 @@ class SiteLab:
     def tracked(self) -> str:
         return label(self.bisect.cells[0]["key"], self.bisect.metric)
 
-    def _rounds(self, position: int, partner: int) -> list[dict]:
+    def _rounds(self, position: int, partner: int, attempt: int = 0) -> list[dict]:
         step = self.steps.get(position)
-        return [entry for entry in (step.rounds if step else []) if entry["with"] == partner]
+        return [entry for entry in (step.rounds if step else [])
+                if entry["with"] == partner and entry.get("attempt", 0) == attempt]
 
-    def rounds(self, position: int, partner: int) -> int:
-        return len(self._rounds(position, partner))
+    def rounds(self, position: int, partner: int, attempt: int = 0) -> list[list[float]]:
+        tracked = self.tracked()
+        return [entry["values"].get(tracked, [])
+                for entry in self._rounds(position, partner, attempt)]
 
-    def values(self, position: int, partner: int, series: str | None = None) -> list[float]:
-        series = series or self.tracked()
+    def values(self, position: int, partner: int, series: str) -> list[float]:
+        """Every repetition of a series in the commit's first comparison with `partner`."""
         return [v for entry in self._rounds(position, partner)
                 for v in entry["values"].get(series, [])]
 
@@ -75,13 +78,14 @@ class SiteLab:
                     "author": commit.author[:255], "committed_at": commit.date})
         return self.steps[position]
 
-    def measure(self, position: int, partner: int) -> None:
+    def measure(self, position: int, partner: int, attempt: int = 0) -> None:
         step = self.step(position)
         if step.verdict == "skipped":
             raise Skip(step.failure)
         number = len(step.rounds) + 1
+        again = f" (comparison {attempt + 1})" if attempt else ""
         self.say(f"measuring {step.sha[:12]} ({self._where(position)}), round {number}, "
-                 f"compared with {self._where(partner)}")
+                 f"compared with {self._where(partner)}{again}")
         keep = frozenset(self.bisect.commits[p] for p in (0, len(self.bisect.commits) - 1))
         try:
             built = self.workspace(position).build(step.sha, keep=keep)
@@ -115,8 +119,8 @@ class SiteLab:
                           "job_id": step.pk, "run_attempt": number,
                           "name": self.bisect.spec_name},
                 idempotency_key=f"bisect-{self.bisect.pk}-step-{step.pk}-round-{number}")
-            step.rounds = [*step.rounds, {"upload": stored.upload.pk, "with": partner,
-                                          "values": values}]
+            entry = {"upload": stored.upload.pk, "with": partner, "values": values}
+            step.rounds = [*step.rounds, entry | ({"attempt": attempt} if attempt else {})]
             step.save(update_fields=["rounds", "updated_at"])
 
     def skip(self, step: BisectStep, why: str) -> None:

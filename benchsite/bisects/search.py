@@ -2,24 +2,33 @@
 
 Positions 0..n are the commits from the good end (0) to the bad end (n). Every comparison
 of two commits is interleaved on this worker: rounds of the two alternate (ABBA: a then b,
-then b then a...) and the comparison uses the repetitions of its own rounds only, so the
-machine's drift between comparisons (other load, temperature) cancels. It uses every such
-repetition (a two-sided Mann-Whitney U test, as the compare API, with at least
-MIN_REPETITIONS values a side) and adds pairs of rounds until its verdict is clear or it has
-`max_rounds` pairs:
+then b then a...), and the comparison uses its own rounds only, so the machine's drift
+between comparisons cancels. A burst of other load can still land on one side of one pair
+of rounds, so a comparison's change is the median over its pairs of rounds of each pair's
+ratio (a round counts as the median of its repetitions), and it differs only where its
+repetitions do (a two-sided Mann-Whitney U test, as the compare API) and its pairs agree on
+the sign (one pair in four may not). It adds pairs of rounds in steps (1, 2, 4, then
+`max_rounds`) until its verdict is clear, as Pinpoint does; a verdict a burst could have made
+(within `burst`, 2x, of its boundary) needs `same_rounds` pairs at least.
 
-1. Both ends first: unless the bad end is worse than the good one (significant, and by at
-   least `min_change`), the outcome is "not reproduced".
-2. Binary search: each commit is compared with the good end; it is bad-like when it is at
-   least halfway (in log scale) from the good end to the bad end. A commit that fails to
-   build or run is skipped (`git bisect skip`): the nearest untested commit is measured
-   instead.
-3. The last good-like and first bad-like commits are compared with each other: a culprit
-   when they differ in the regression's direction by at least half the original change (in
-   log scale, as the halfway point: a 4x slowdown needs a 2x step).
-   Otherwise "ambiguous", listing the measured steps that carry part of the change; with
-   skipped commits between them, "ambiguous" names that range and says which were skipped.
+1. Both ends first, twice with fresh rounds (a third time where the two disagree; once
+   where the first shows no change of `min_change` the regression's way): unless the bad
+   end is worse than the good one (differing, and by at least `min_change`) in two of
+   them, the outcome is "not reproduced".
+2. Binary search. Each commit is compared with both ends and placed between them (0: like
+   the good end, 1: like the bad end, log scale); it is bad-like when both comparisons put it
+   at least halfway. Where they disagree it is measured again with fresh rounds
+   (`remeasures` times at most; then their mean decides). A commit that fails to build or
+   run is skipped (`git bisect skip`): the nearest untested commit is measured instead.
+3. The last good-like and first bad-like commits are compared with each other with fresh
+   rounds: a culprit when they differ in the regression's direction by at least half the
+   original change (in log scale, as the halfway point). A final pair that does not (a burst
+   can make a bad commit look good) sends both back to be placed again with fresh rounds,
+   and the search goes on from what they are then; only when they hold is the outcome
+   "ambiguous", listing the measured steps that carry part of the change; with skipped
+   commits between them, "ambiguous" names that range and says which were skipped.
 
+A wrong culprit is worse than "ambiguous": every rule above errs toward the latter.
 Deterministic given the measurements, so a bisect whose worker died replays what was stored
 and measures only what is missing.
 """
@@ -28,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from statistics import median
+from statistics import fmean, median
 from typing import Protocol
 
 from scipy import stats
@@ -38,6 +47,9 @@ from benchsite.comparison.judge import MIN_REPETITIONS
 CULPRIT, NOT_REPRODUCED, AMBIGUOUS, FAILED = "culprit", "not_reproduced", "ambiguous", "failed"
 GOOD, BAD, SKIPPED = "good", "bad", "skipped"
 CANDIDATE_SHARE = 0.25  # of the original change: a measured step that carries part of it
+PLAINLY = 0.15  # a commit this far on one side of halfway is placed without a significant test
+# A culprit's step, in spans of the range's change: more is a burst on its side, measured again.
+MOST = 1.5
 
 
 class Skip(Exception):
@@ -45,35 +57,55 @@ class Skip(Exception):
 
 
 class Lab(Protocol):
-    def rounds(self, position: int, partner: int) -> int:
-        """Rounds measured at the commit in its comparison with `partner`."""
+    """Measurements by comparison: a commit's rounds for its comparison with `partner`, the
+    `attempt`-th time these two are compared (each attempt has fresh rounds)."""
 
-    def values(self, position: int, partner: int) -> list[float]:
-        """Every repetition of those rounds."""
+    def rounds(self, position: int, partner: int, attempt: int = 0) -> list[list[float]]:
+        """Each round's repetitions at the commit in that comparison."""
 
-    def measure(self, position: int, partner: int) -> None:
-        """Measure one more round at the commit for its comparison with `partner`; Skip
-        when the commit cannot be measured."""
+    def measure(self, position: int, partner: int, attempt: int = 0) -> None:
+        """Measure one more round at the commit for that comparison; Skip when the commit
+        cannot be measured."""
 
 
 @dataclass(frozen=True)
 class Settings:
     alpha: float = 0.05
-    max_rounds: int = 4  # pairs of rounds in one comparison
-    same_rounds: int = 2  # pairs of rounds before two commits may be judged alike
+    max_rounds: int = 6  # pairs of rounds in one comparison, at most
+    same_rounds: int = 2  # pairs of rounds before a verdict that a burst could have made
+    # The most other load may slow one round (x): a verdict further than this from its
+    # boundary stands on one pair of rounds, nearer needs `same_rounds` pairs.
+    burst: float = 2.0
     min_change: float = 0.05  # relative change of the ends that reproduces a regression
+    remeasures: int = 2  # fresh placements of a commit whose verdict contradicts the search
 
 
 @dataclass(frozen=True)
 class Pair:
-    """Two commits' repetitions compared: the relative change of the medians from `a` to
-    `b`, and the Mann-Whitney p-value (1 with too few repetitions)."""
+    """Two commits' rounds compared: the relative change from `a` to `b` (the median of the
+    pairs of rounds' ratios), the Mann-Whitney p-value of their repetitions (1 with too few),
+    and whether the pairs of rounds moved the same way (all of them; one in four may not,
+    a burst on one side)."""
 
     a: int
     b: int
     change: float
     p_value: float
     rounds: int  # pairs of rounds
+    ratios: tuple[float, ...] = ()  # each pair's log ratio, b over a
+
+    @property
+    def agree(self) -> bool:
+        return self.split(0.0)
+
+    def split(self, at: float) -> bool:
+        """Whether the pairs' log ratios lie on one side of `at` (one in four may not)."""
+        above = sum(1 for ratio in self.ratios if ratio > at)
+        below = sum(1 for ratio in self.ratios if ratio < at)
+        return min(above, below) <= len(self.ratios) // 4
+
+    def differs(self, alpha: float) -> bool:
+        return self.p_value < alpha and self.agree
 
 
 @dataclass
@@ -90,111 +122,274 @@ class Outcome:
     verdicts: dict[int, str] = field(default_factory=dict)
 
 
-def judge(lab: Lab, a: int, b: int) -> Pair:
-    va, vb = lab.values(a, b), lab.values(b, a)
-    if not va or not vb:
-        raise Skip(f"no values at position {a if not va else b}")
-    ma, mb = median(va), median(vb)
-    change = mb / ma - 1 if ma else (math.inf if mb else 0.0)
-    p = 1.0
-    if min(len(va), len(vb)) >= MIN_REPETITIONS:
-        p = float(stats.mannwhitneyu(va, vb, alternative="two-sided").pvalue)
-        p = 1.0 if math.isnan(p) else p
-    return Pair(a, b, change, p, min(lab.rounds(a, b), lab.rounds(b, a)))
-
-
-def compare(lab: Lab, a: int, b: int, settings: Settings, clear) -> Pair:
-    """Pairs of rounds of `a` and `b` (a then b, then b then a, ...) until `clear(pair)` or
-    max_rounds pairs."""
-    while True:
-        done = min(lab.rounds(a, b), lab.rounds(b, a))
-        if done and lab.rounds(a, b) == lab.rounds(b, a):
-            pair = judge(lab, a, b)
-            if clear(pair) or done >= settings.max_rounds:
-                return pair
-        for position, partner in ((a, b), (b, a)) if done % 2 == 0 else ((b, a), (a, b)):
-            if lab.rounds(position, partner) == done:
-                lab.measure(position, partner)
-
-
 def log_change(change: float) -> float:
     return math.log1p(change) if change > -1 else -math.inf
 
 
-def bisect(lab: Lab, n: int, worse: int, settings: Settings) -> Outcome:
-    """Bisect positions 0..n; `worse` is +1 when higher values are worse, -1 when lower ones
-    are, 0 when unknown (then the ends' own change is the regression)."""
-    verdicts: dict[int, str] = {}
+def judge(lab: Lab, a: int, b: int, attempt: int = 0) -> Pair:
+    rounds_a, rounds_b = lab.rounds(a, b, attempt), lab.rounds(b, a, attempt)
+    va = [v for r in rounds_a for v in r]
+    vb = [v for r in rounds_b for v in r]
+    if not va or not vb:
+        raise Skip(f"no values at position {a if not va else b}")
+    ratios = [log_change(median(rb) / median(ra) - 1) if median(ra) > 0 else math.inf
+              for ra, rb in zip(rounds_a, rounds_b, strict=False) if ra and rb]
+    middle = _middle(ratios)
+    change = math.expm1(middle) if math.isfinite(middle) else math.inf
+    p = 1.0
+    if min(len(va), len(vb)) >= MIN_REPETITIONS:
+        p = float(stats.mannwhitneyu(va, vb, alternative="two-sided").pvalue)
+        p = 1.0 if math.isnan(p) else p
+    return Pair(a, b, change, p, min(len(rounds_a), len(rounds_b)), tuple(ratios))
 
-    def alike(pair: Pair, size: float) -> bool:
-        return pair.rounds >= settings.same_rounds and abs(pair.change) < size
 
-    try:
-        ends = compare(lab, 0, n, settings, lambda pair: pair.p_value < settings.alpha
-                       or alike(pair, settings.min_change / 2))
-    except Skip as skipped:
-        return Outcome(FAILED, f"an end of the range could not be measured: {skipped}")
-    observed = worse or (1 if ends.change > 0 else -1)
-    if ends.p_value >= settings.alpha or ends.change * observed < settings.min_change:
-        return Outcome(NOT_REPRODUCED, (
-            f"the bad end is {ends.change:+.1%} from the good end (Mann-Whitney p="
-            f"{ends.p_value:.2g}, {ends.rounds} interleaved round(s) each): not worse by "
-            f"{settings.min_change:.0%} or more at significance {settings.alpha:g}"),
-            original_change=ends.change, p_value=ends.p_value, worse=observed,
-            verdicts={0: GOOD, n: GOOD})
-    verdicts.update({0: GOOD, n: BAD})
-    span = log_change(ends.change)
-    fractions = {0: 0.0, n: 1.0}
-    lo, hi, skipped = 0, n, set()
+def _middle(ratios: list[float]) -> float:
+    """The median of the pairs' log ratios; of an even number, the middle one nearer 0 (the
+    mean of the two middle ones moves half a burst's size when one of them is hit)."""
+    ordered = sorted(ratios)
+    half = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[half]
+    return min(ordered[half - 1], ordered[half], key=abs)
+
+
+def compare(lab: Lab, a: int, b: int, settings: Settings, clear, attempt: int = 0) -> Pair:
+    """Pairs of rounds of `a` and `b` (a then b, then b then a, ...): one, then two, then
+    doubling, until `clear(pair)` or `max_rounds` pairs."""
+    target = 1
     while True:
-        untested = sorted((p for p in range(lo + 1, hi) if p not in skipped),
-                          key=lambda p: (abs(p - (lo + hi) // 2), -p))
-        if not untested:
-            break
-        mid = untested[0]
-        try:
-            fractions[mid] = _fraction(lab, mid, span, settings)
-            verdicts[mid] = BAD if fractions[mid] >= 0.5 else GOOD
-        except Skip:
-            skipped.add(mid)
-            verdicts[mid] = SKIPPED
+        done = min(len(lab.rounds(a, b, attempt)), len(lab.rounds(b, a, attempt)))
+        if done >= target and len(lab.rounds(a, b, attempt)) == len(lab.rounds(b, a, attempt)):
+            pair = judge(lab, a, b, attempt)
+            if clear(pair) or done >= settings.max_rounds:
+                return pair
+            target = min(max(2 * done, settings.same_rounds), settings.max_rounds)
             continue
-        lo, hi = (lo, mid) if verdicts[mid] == BAD else (mid, hi)
-    base = Outcome("", "", original_change=ends.change, worse=observed, verdicts=verdicts)
-    between = sorted(p for p in skipped if lo < p < hi)
-    if between:
+        for position, partner in ((a, b), (b, a)) if done % 2 == 0 else ((b, a), (a, b)):
+            if len(lab.rounds(position, partner, attempt)) == done:
+                lab.measure(position, partner, attempt)
+
+
+class Search:
+    """One bisect of positions 0..n; `worse` is +1 when higher values are worse, -1 when
+    lower ones are, 0 when unknown (then the ends' own change is the regression)."""
+
+    def __init__(self, lab: Lab, n: int, worse: int, settings: Settings):
+        self.lab, self.n, self.worse, self.settings = lab, n, worse, settings
+        self.attempts: dict[tuple[int, int], int] = {}  # comparisons made of each pair
+        # Each placement of a commit: where the good end and the bad end put it (fractions).
+        self.placed: dict[int, list[tuple[float, float]]] = {}
+        self.verdicts: dict[int, str] = {}
+        self.skipped: set[int] = set()
+        self.span = 0.0
+
+    def fresh(self, a: int, b: int, clear) -> Pair:
+        """A comparison of `a` and `b` with rounds of its own (the next attempt)."""
+        attempt = self.attempts.get((a, b), 0)
+        self.attempts[(a, b)] = attempt + 1
+        return compare(self.lab, a, b, self.settings, clear, attempt)
+
+    def run(self) -> Outcome:
+        try:
+            ends = self.ends()
+        except Skip as skipped:
+            return Outcome(FAILED, f"an end of the range could not be measured: {skipped}")
+        if isinstance(ends, Outcome):
+            return ends
+        self.span = log_change(ends.change)
+        self.verdicts.update({0: GOOD, self.n: BAD})
+        self.placed.update({0: [(0.0, 0.0)], self.n: [(1.0, 1.0)]})
+        base = Outcome("", "", original_change=ends.change, worse=self.observed,
+                       verdicts=self.verdicts)
+        while True:
+            lo, hi = self.bounds()
+            untested = sorted((p for p in range(lo + 1, hi) if p not in self.placed),
+                              key=lambda p: (abs(p - (lo + hi) // 2), -p))
+            if untested:
+                self.place(untested[0])
+                continue
+            between = sorted(p for p in self.skipped if lo < p < hi)
+            if between:
+                return self.skipped_range(base, lo, hi, between)
+            pair = self.fresh(lo, hi, self.final_clear(ends))
+            if (pair.differs(self.settings.alpha) and pair.split(self.span / 2)
+                    and 0.5 <= log_change(pair.change) / self.span <= MOST):
+                base.state, base.culprit = CULPRIT, hi
+                base.magnitude, base.p_value = pair.change, pair.p_value
+                base.message = (f"{pair.change:+.1%} from its parent (Mann-Whitney p="
+                                f"{pair.p_value:.2g}, confirmed with {pair.rounds} fresh "
+                                f"interleaved round(s) each), of {ends.change:+.1%} over "
+                                "the range")
+                return base
+            again = [p for p in (lo, hi) if self.can_place(p)]
+            if not again:
+                return self.spread(base, pair, lo, hi, ends)
+            for position in again:  # the final pair contradicts their verdicts: again
+                self.place(position)
+
+    def ends(self) -> Pair | Outcome:
+        """The ends compared until two comparisons agree; an Outcome when they do not
+        reproduce the regression."""
+        alpha = self.settings.alpha
+
+        least = log_change(self.settings.min_change)
+
+        def beyond(pair: Pair) -> float:  # log distance past the least change that counts
+            return log_change(pair.change) * self.direction(pair) - least
+
+        def clear(pair: Pair) -> bool:  # (the range's change is measured: two pairs)
+            return pair.rounds >= self.settings.same_rounds and (
+                pair.differs(alpha) or self.alike(pair, self.settings.min_change / 2))
+
+        def reproduces(pair: Pair) -> bool:
+            return pair.differs(alpha) and beyond(pair) >= 0
+
+        first = self.fresh(0, self.n, clear)
+        self.observed = self.worse or (1 if first.change > 0 else -1)
+        seen = [first]
+        while sum(map(reproduces, seen)) < 2 and len(seen) - sum(map(reproduces, seen)) < 2:
+            if len(seen) == 1 and first.change * self.observed < self.settings.min_change:
+                break  # no sign of it: not reproduced without a second look
+            if len(seen) == 1 and reproduces(first) and beyond(first) > self.burst:
+                break  # more than a burst could make: no second look needed
+            seen.append(self.fresh(0, self.n, clear))
+        if sum(map(reproduces, seen)) >= 2 or (len(seen) == 1 and reproduces(first)):
+            # The smaller change of those that reproduce it: a burst only adds to one.
+            return min((pair for pair in seen if reproduces(pair)),
+                       key=lambda pair: abs(log_change(pair.change)))
+        shown = seen[-1]
+        return Outcome(NOT_REPRODUCED, (
+            f"the bad end is {shown.change:+.1%} from the good end (Mann-Whitney p="
+            f"{shown.p_value:.2g}, {shown.rounds} interleaved round(s) each"
+            f"{'' if shown.agree else ', the rounds disagreeing'}; "
+            f"{sum(map(reproduces, seen))} of {len(seen)} comparison(s) worse): not worse by "
+            f"{self.settings.min_change:.0%} or more at significance {alpha:g}"),
+            original_change=shown.change, p_value=shown.p_value, worse=self.observed,
+            verdicts={0: GOOD, self.n: GOOD})
+
+    def direction(self, pair: Pair) -> int:
+        return self.worse or (1 if pair.change > 0 else -1)
+
+    @property
+    def burst(self) -> float:
+        return math.log(self.settings.burst)
+
+    def enough(self, pair: Pair, margin: float) -> bool:
+        """Whether the pair has rounds enough for a verdict `margin` (log) past its
+        boundary: one pair where a burst could not have moved it across, else
+        `same_rounds`."""
+        return pair.rounds >= self.settings.same_rounds or margin > self.burst
+
+    def alike(self, pair: Pair, size: float) -> bool:
+        return pair.rounds >= self.settings.same_rounds and abs(pair.change) < size
+
+    def final_clear(self, ends: Pair):
+        """The final pair's verdict: at least two pairs of rounds, twice `same_rounds`
+        unless the step is more than a burst past halfway."""
+        alpha = self.settings.alpha
+
+        def clear(pair: Pair) -> bool:
+            if pair.rounds < 2:
+                return False
+            margin = abs(log_change(pair.change) - self.span / 2)
+            if pair.rounds < 2 * self.settings.same_rounds and margin <= self.burst:
+                return False
+            return (pair.differs(alpha)
+                    or self.alike(pair, abs(ends.change) * CANDIDATE_SHARE))
+
+        return clear
+
+    def bounds(self) -> tuple[int, int]:
+        """The first bad-like commit and the last good-like one before it (a good-like
+        verdict after it contradicts the search: placed again, else set aside)."""
+        hi = min(p for p, verdict in self.verdicts.items() if verdict == BAD)
+        lo = max(p for p, verdict in self.verdicts.items() if verdict == GOOD and p < hi)
+        for late in sorted(p for p, verdict in self.verdicts.items()
+                           if verdict == GOOD and p > hi):
+            if self.can_place(late) or self.can_place(hi):
+                self.place(late if self.can_place(late) else hi)
+                return self.bounds()
+        return lo, hi
+
+    def place(self, position: int) -> None:
+        """Compare the commit with both ends (fresh rounds each time) and set its verdict:
+        bad-like when both put it halfway or further. Placed again until most placements
+        agree on a side, within 1 + `remeasures` placements (a commit placed before is
+        placed at least once more: its verdict contradicted the search)."""
+        span, alpha = self.span, self.settings.alpha
+
+        def from_good(pair: Pair) -> bool:  # good end -> commit: clear on one side
+            fraction = log_change(pair.change) / span
+            return (pair.split(span / 2) and self.enough(pair, abs(fraction - 0.5) * span)
+                    and ((fraction >= 0.5 and pair.differs(alpha))
+                         or fraction < 0.5 - PLAINLY))
+
+        def from_bad(pair: Pair) -> bool:  # bad end -> commit
+            fraction = 1 + log_change(pair.change) / span
+            return (pair.split(-span / 2) and self.enough(pair, abs(fraction - 0.5) * span)
+                    and ((fraction < 0.5 and pair.differs(alpha))
+                         or fraction >= 0.5 + PLAINLY))
+
+        placements = self.placed.setdefault(position, [])
+        again = bool(placements)
+        while again or self.majority(position) is None:
+            if len(placements) >= 1 + self.settings.remeasures:
+                break
+            try:
+                good = log_change(self.fresh(0, position, from_good).change) / span
+                bad = 1 + log_change(self.fresh(self.n, position, from_bad).change) / span
+            except Skip:
+                self.skipped.add(position)
+                self.verdicts[position] = SKIPPED
+                return
+            placements.append((good, bad))
+            again = False
+        self.verdicts[position] = BAD if self.fraction(position) >= 0.5 else GOOD
+
+    def can_place(self, position: int) -> bool:
+        return (0 < position < self.n and position not in self.skipped
+                and len(self.placed[position]) < 1 + self.settings.remeasures)
+
+    def majority(self, position: int) -> str | None:
+        """The side most of the commit's placements where both ends agreed put it on."""
+        sides = [BAD if good >= 0.5 else GOOD for good, bad in self.placed[position]
+                 if (good >= 0.5) == (bad >= 0.5)]
+        for side in (GOOD, BAD):
+            if 2 * sides.count(side) > len(sides):
+                return side
+        return None
+
+    def fraction(self, position: int) -> float:
+        """Where the commit lies from the good end (0) to the bad end (1): the mean of its
+        placements on the majority's side, else of all of them."""
+        side = self.majority(position)
+        chosen = [(good, bad) for good, bad in self.placed[position]
+                  if side is None or (good >= 0.5) == (bad >= 0.5) == (side == BAD)]
+        return fmean(value for placement in chosen for value in placement)
+
+    def skipped_range(self, base: Outcome, lo: int, hi: int, between: list[int]) -> Outcome:
         base.state, base.candidates = AMBIGUOUS, [*between, hi]
         base.after = dict.fromkeys(base.candidates, lo)
         base.message = (f"the change is in the range after position {lo} up to {hi}; "
                         f"{len(between)} commit(s) in it were skipped (they did not build or "
                         "run), so it cannot be narrowed to one commit")
         return base
-    pair = compare(lab, lo, hi, settings, lambda pair: pair.p_value < settings.alpha
-                   or alike(pair, abs(ends.change) * CANDIDATE_SHARE))
-    base.magnitude, base.p_value = pair.change, pair.p_value
-    if pair.p_value < settings.alpha and log_change(pair.change) / span >= 0.5:
-        base.state, base.culprit = CULPRIT, hi
-        base.message = (f"{pair.change:+.1%} from its parent (Mann-Whitney p="
-                        f"{pair.p_value:.2g}), of {ends.change:+.1%} over the range")
+
+    def spread(self, base: Outcome, pair: Pair, lo: int, hi: int, ends: Pair) -> Outcome:
+        base.state, base.magnitude, base.p_value = AMBIGUOUS, pair.change, pair.p_value
+        fractions = {p: self.fraction(p) for p in self.placed if p not in self.skipped}
+        ordered = sorted(fractions)
+        base.after = {b: a for a, b in zip(ordered, ordered[1:], strict=False)
+                      if fractions[b] - fractions[a] >= CANDIDATE_SHARE} or {hi: lo}
+        base.candidates = list(base.after)
+        base.message = (f"no single commit carries half of the {ends.change:+.1%} change "
+                        f"(the last step, {pair.change:+.1%}, p={pair.p_value:.2g}, measured "
+                        "again with fresh rounds): it is spread over the candidates (each "
+                        "somewhere after the commit measured before it)")
         return base
-    base.state = AMBIGUOUS
-    ordered = sorted(fractions)
-    base.after = {b: a for a, b in zip(ordered, ordered[1:], strict=False)
-                  if fractions[b] - fractions[a] >= CANDIDATE_SHARE} or {hi: lo}
-    base.candidates = list(base.after)
-    base.message = (f"no single commit carries half of the {ends.change:+.1%} change (the "
-                    f"last step, {pair.change:+.1%}, p={pair.p_value:.2g}): it is spread over "
-                    f"the candidates (each somewhere after the commit measured before it)")
-    return base
 
 
-def _fraction(lab: Lab, mid: int, span: float, settings: Settings) -> float:
-    """How far the commit is from the good end toward the bad end (0: like the good end,
-    1: like the bad end; log scale), compared with the good end. Clear when it is bad-like
-    and differs significantly from the good end, or plainly good-like (under 0.35)."""
-
-    def clear(pair: Pair) -> bool:
-        fraction = log_change(pair.change) / span
-        return (fraction >= 0.5 and pair.p_value < settings.alpha) or fraction < 0.35
-
-    return log_change(compare(lab, 0, mid, settings, clear).change) / span
+def bisect(lab: Lab, n: int, worse: int, settings: Settings) -> Outcome:
+    """Bisect positions 0..n; `worse` is +1 when higher values are worse, -1 when lower ones
+    are, 0 when unknown (then the ends' own change is the regression)."""
+    return Search(lab, n, worse, settings).run()

@@ -15,30 +15,31 @@ from benchsite.bisects.search import AMBIGUOUS, CULPRIT, FAILED, NOT_REPRODUCED,
 class FakeLab:
     """Commit `p` measures `level(p)` with 3 % noise, 6 repetitions a round; `broken`
     positions cannot be measured; `drift` multiplies every value by a factor that changes
-    with each round (the machine's load)."""
+    with each round (the machine's load); `bursts`: the chance that a round runs during a
+    burst of other load, which makes all of that round `burst` times slower."""
 
-    def __init__(self, level, broken=(), drift=0.0, seed=0):
+    def __init__(self, level, broken=(), drift=0.0, seed=0, bursts=0.0, burst=2.0):
         self.level, self.broken, self.drift = level, set(broken), drift
+        self.bursts, self.burst = bursts, burst
         self.random = random.Random(seed)
-        self.stored: dict[tuple[int, int], list[list[float]]] = {}
+        self.stored: dict[tuple[int, int, int], list[list[float]]] = {}
         self.log: list[int] = []
 
-    def rounds(self, position, partner):
-        return len(self.stored.get((position, partner), []))
+    def rounds(self, position, partner, attempt=0):
+        return self.stored.get((position, partner, attempt), [])
 
-    def values(self, position, partner):
-        return [v for r in self.stored.get((position, partner), []) for v in r]
-
-    def measure(self, position, partner):
+    def measure(self, position, partner, attempt=0):
         self.log.append(position)
         if position in self.broken:
             raise Skip(f"{position} does not build")
         load = 1 + self.drift * ((len(self.log) - 1) // 2 % 3)  # changes every pair
-        self.stored.setdefault((position, partner), []).append(
+        if self.random.random() < self.bursts:
+            load *= self.burst
+        self.stored.setdefault((position, partner, attempt), []).append(
             [self.level(position) * load * self.random.gauss(1, 0.03) for _ in range(6)])
 
     def measured(self):
-        return {position for position, _ in self.stored}
+        return {position for position, _, _ in self.stored}
 
 
 def step(at, factor=4.0):
@@ -98,3 +99,109 @@ def test_a_change_spread_over_commits_is_ambiguous_with_its_candidates():
 def test_an_end_that_cannot_be_measured_fails():
     outcome = search.bisect(FakeLab(step(3), broken={0}), 8, 1, Settings())
     assert outcome.state == FAILED and "0 does not build" in outcome.message
+
+
+def test_a_comparison_adds_pairs_of_rounds_in_steps_until_clear():
+    lab = FakeLab(step(1, 1.5))
+    clear = search.compare(lab, 0, 1, Settings(), lambda pair: pair.differs(0.05))
+    assert clear.rounds == 1 and clear.change == pytest.approx(0.5, rel=0.1)
+    lab = FakeLab(lambda p: 1.0)  # never clear: 1, 2, then 4, then the cap of 6 pairs
+    seen = []
+    unclear = search.compare(lab, 0, 1, Settings(), lambda pair: seen.append(pair.rounds))
+    assert seen == [1, 2, 4, 6] and unclear.rounds == 6
+    assert len(lab.rounds(0, 1)) == len(lab.rounds(1, 0)) == 6
+    assert lab.log[:4] == [0, 1, 1, 0]  # ABBA
+
+
+def test_a_verdict_a_burst_could_have_made_needs_two_pairs():
+    search_ = search.Search(FakeLab(step(1, 1.5)), 1, 1, Settings())
+    search_.span = math.log(1.5)
+    one = search.Pair(0, 1, 0.5, 0.01, 1, (math.log(1.5),))
+    assert not search_.enough(one, math.log(1.5) / 2)  # 1.22x past halfway: a burst's reach
+    assert search_.enough(one, math.log(3))  # 3x past it: no 2x burst could
+    assert search_.enough(search.Pair(0, 1, 0.5, 0.01, 2, (0.4, 0.4)), 0.01)
+
+
+def interleaved(lab, pairs):
+    for number in range(pairs):
+        for position, partner in ((0, 1), (1, 0)) if number % 2 == 0 else ((1, 0), (0, 1)):
+            lab.measure(position, partner)
+
+
+def test_a_burst_on_one_round_does_not_make_a_difference():
+    """A round 3x slower: with four pairs, the repetitions differ (p < 0.05) but the change
+    is the median of the pairs' ratios, near 0, and the pairs do not agree; with two, the hit
+    pair disagrees with the other. Neither comparison differs."""
+    lab = FakeLab(lambda p: 1.0)
+    interleaved(lab, 4)
+    lab.stored[(1, 0, 0)][0] = [3 * v for v in lab.stored[(1, 0, 0)][0]]
+    pair = search.judge(lab, 0, 1)
+    assert pair.p_value < 0.05  # the repetitions alone would call it a change
+    assert abs(pair.change) < 0.05 and not pair.differs(0.05)
+    lab = FakeLab(lambda p: 1.0)
+    interleaved(lab, 2)
+    lab.stored[(1, 0, 0)][1] = [3 * v for v in lab.stored[(1, 0, 0)][1]]
+    pair = search.judge(lab, 0, 1)
+    assert not pair.agree and not pair.differs(0.05) and abs(pair.change) < 0.1
+
+
+def test_a_commit_is_placed_against_both_ends():
+    lab = FakeLab(step(10, 2.0))
+    outcome = search.bisect(lab, 16, 1, Settings())
+    assert outcome.culprit == 10
+    placed = {position for position, partner, _ in lab.stored if partner == 16}
+    assert placed - {0} and placed <= {p for p in range(17)}  # compared with the bad end too
+    for position in placed - {0, 16}:
+        assert (position, 0, 0) in lab.stored and (position, 16, 0) in lab.stored
+
+
+class ScriptedBursts(FakeLab):
+    """A lab whose rounds at chosen (position, partner, attempt) comparisons all run during
+    a burst (the good end's rounds with a commit, or a commit's own)."""
+
+    def __init__(self, level, hit):
+        super().__init__(level)
+        self.hit = hit
+
+    def measure(self, position, partner, attempt=0):
+        super().measure(position, partner, attempt)
+        if (position, partner, attempt) in self.hit:
+            last = self.stored[(position, partner, attempt)]
+            last[-1] = [3 * v for v in last[-1]]
+
+
+def test_a_verdict_hit_by_a_burst_is_measured_again_before_it_is_used():
+    """Commit 20 (after the culprit 17) measured during a burst of its first comparison with
+    the bad end looks worse than the bad end, and its good-end comparison is hit too: the
+    two ends disagree or the final pair contradicts, so it is placed again with fresh
+    rounds, and the culprit is still 17."""
+    hit = {(0, 18, 0), (18, 0, 0), (0, 17, 0)}  # the good end slow beside 17 and 18
+    lab = ScriptedBursts(step(17, 1.5), hit)
+    outcome = search.bisect(lab, 24, 1, Settings())
+    assert outcome.state == CULPRIT and outcome.culprit == 17, outcome.message
+    assert any(attempt > 0 for _, _, attempt in lab.stored)  # measured again, fresh
+
+
+def test_the_final_pair_is_confirmed_with_fresh_rounds():
+    lab = FakeLab(step(5, 2.0))
+    outcome = search.bisect(lab, 8, 1, Settings())
+    assert outcome.culprit == 5 and "fresh" in outcome.message
+    assert (4, 5, 0) in lab.stored and (5, 4, 0) in lab.stored  # its own comparison
+
+
+@pytest.mark.parametrize("factor", [1.5, 1.2])
+def test_bursts_of_load_never_name_a_wrong_culprit(factor):
+    """20 seeds, a round in six hit by a 2x burst: the culprit or 'ambiguous', never another
+    commit; the quiet range (no change) is never a culprit; mostly right."""
+    right = quiet_right = 0
+    for seed in range(20):
+        lab = FakeLab(step(15, factor), seed=seed, bursts=1 / 6)
+        outcome = search.bisect(lab, 23, 1, Settings())
+        assert outcome.state in (CULPRIT, AMBIGUOUS, NOT_REPRODUCED), outcome.message
+        assert outcome.culprit in (None, 15), (seed, outcome.culprit, outcome.message)
+        right += outcome.culprit == 15
+        quiet = search.bisect(FakeLab(lambda p: 1.0, seed=seed, bursts=1 / 6), 12, 1,
+                              Settings())
+        assert quiet.state in (NOT_REPRODUCED, AMBIGUOUS), (seed, quiet.message)
+        quiet_right += quiet.state == NOT_REPRODUCED
+    assert right >= 16 and quiet_right >= 18, (right, quiet_right)
