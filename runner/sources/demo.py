@@ -76,14 +76,14 @@ def _git(path: Path, *args: str, date: int = 0) -> str:
                           text=True).stdout.strip()
 
 
-def _model(number: int) -> str:
-    text = MODEL.format(passes=SLOWDOWN if number >= SLOW else 1)
+def _model(number: int, passes: tuple[int, int]) -> str:
+    text = MODEL.format(passes=passes[number >= SLOW])
     if BROKEN <= number < BROKEN + 2:  # a refactor that left a syntax error
         text = text.replace("def make(batch_size=128):", "def make(batch_size=128:")
     return text
 
 
-def _subject(number: int) -> str:
+def _subject(number: int, passes: tuple[int, int]) -> str:
     if number == 0:
         return "demopkg: a small MLP"
     if number == BROKEN:
@@ -91,23 +91,26 @@ def _subject(number: int) -> str:
     if number == BROKEN + 2:
         return "fix make()'s signature"
     if number == SLOW:
-        return f"model: compute the hidden layer {SLOWDOWN} times"
+        return f"model: compute the hidden layer {passes[1]} times"
     return f"docs: note {number}"
 
 
-def make(path: Path, commits: int = COMMITS) -> list[str]:
-    """Create the repository at `path` (a new folder); its shas, oldest first."""
+def make(path: Path, commits: int = COMMITS, passes: tuple[int, int] = (1, SLOWDOWN)
+         ) -> list[str]:
+    """Create the repository at `path` (a new folder); its shas, oldest first. `passes`: how
+    many times the model computes its hidden layer before SLOW and from it on (perf/
+    bisection.py makes smaller steps: (4, 6) is about 1.5x)."""
     path.mkdir(parents=True)
     _git(path, "init", "--quiet", "--initial-branch=main")
     (path / "demopkg").mkdir()
     (path / "demopkg" / "__init__.py").write_text('"""The bisection demo package."""\n')
     shas = []
     for number in range(commits):
-        (path / "demopkg" / "model.py").write_text(_model(number))
+        (path / "demopkg" / "model.py").write_text(_model(number, passes))
         with open(path / "NOTES.md", "a") as notes:
-            notes.write(f"- {_subject(number)}\n")
+            notes.write(f"- {_subject(number, passes)}\n")
         _git(path, "add", "-A")
-        _git(path, "commit", "--quiet", "-m", _subject(number), date=number)
+        _git(path, "commit", "--quiet", "-m", _subject(number, passes), date=number)
         shas.append(_git(path, "rev-parse", "HEAD"))
     return shas
 
