@@ -6,6 +6,7 @@ from conftest import FIXTURES
 
 from runner import families
 from runner.cli import main
+from runner.engine.cells import Planned
 from runner.engine.selection import one_cell, select
 from runner.engine.specs import SpecError, read_spec
 
@@ -16,6 +17,12 @@ def test_one_cell_selects_that_cell_only(name):
     _, planned = families.plan(read_spec(path), path)
     for cell in planned:
         assert select(planned, one_cell(cell.key), path) == [cell]
+
+
+def test_one_cell_escapes_and_anchors_the_key():
+    cells = [Planned(key, {}) for key in ("a.b", "axb", "a.b/c", "x/a.b", "a+b(1)")]
+    for cell in cells:
+        assert select(cells, one_cell(cell.key), "spec") == [cell]
 
 
 def test_a_bad_pattern_or_one_selecting_none_is_an_error(capsys):
