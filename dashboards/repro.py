@@ -107,7 +107,7 @@ def _spec(job: Job, absolute: Callable[[str], str], repro: Repro) -> str:
         return str(SPECS / name)
     saved = f"job-{job.pk}.yml"
     url = absolute(reverse("api-job", args=[job.pk]))
-    read = "import json, sys; sys.stdout.write(json.load(sys.stdin)['spec_yaml'])"
+    read = 'import json, sys; sys.stdout.write(json.load(sys.stdin)["spec_yaml"])'
     repro.lines.append(f"curl -sSf {shlex.quote(url)} | python -c {shlex.quote(read)} "
                        f"> {shlex.quote(saved)}")
     if settings.BENCH_LOGIN_REQUIRED:
@@ -144,6 +144,7 @@ def _checkout(repo: str, repro: Repro) -> tuple[str, list[str]]:
                    for folder in source.recipe().pythonpath]
         env += [f"PYTHONPATH={':'.join(folders)}"] if folders else []
     else:
+        build = source.build_command.replace("{checkout}", checkout)
         repro.notes.append(f"Build the checkout as source {source.name!r} does, then run: "
-                           f"{source.build_command}")
+                           f"{build.replace('{python}', 'python')}")
     return checkout, ["env", *env] if env else []
