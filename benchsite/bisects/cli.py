@@ -4,7 +4,7 @@
                  [--cells REGEX] [--metric NAME] [--queue cpu] [--wait] [--json]
     bench bisect --regression ID [--wait] [--json]
     bench ab --spec SPEC.yml --source S --base REF --head REF [--head-source S] [--queue cpu]
-             [--wait]
+             [--cells REGEX] [--wait]
     bench demo-bisect [--folder DIR] [--bisect]
 
 With --wait they follow it (progress on stdout, on stderr with --json) and `bench bisect`
@@ -63,6 +63,8 @@ def add_parsers(commands) -> None:
     ab.add_argument("--head", required=True, metavar="REF")
     ab.add_argument("--head-source", metavar="S", help="the head's source, if another one")
     ab.add_argument("--queue", default="cpu")
+    ab.add_argument("--cells", default="", metavar="REGEX",
+                    help="only the cells whose key it matches (default: every cell)")
     ab.add_argument("--wait", action="store_true", help="follow it until it ends")
     example = commands.add_parser(
         "demo-bisect", help="the bisection demo: a regression raised by nightly jobs of a "
@@ -133,9 +135,10 @@ def start_bisect(*, regression, spec, source, good, bad, cells, metric, queue, *
                       good=good, bad=bad, cells=cells, metric=metric, queue=queue or "cpu")
 
 
-def start_ab(*, spec, source, base, head, head_source, queue, **options):
+def start_ab(*, spec, source, base, head, head_source, queue, cells, **options):
     return start_spec(spec_yaml=read(spec), spec_name=spec.name, kind=Bisect.Kind.AB,
                       source=operator_source(source), good=base, bad=head, queue=queue,
+                      cells=cells,
                       head_source=operator_source(head_source) if head_source else None)
 
 

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from benchsite.jobs.models import Job
+from dashboards import repro
 from dashboards.pages.common import page_url
 from dashboards.render import Page, Table
 from dashboards.state import State
@@ -51,9 +52,11 @@ def build_detail(state: State, pk: int) -> Page:
         job.repo, job.head_branch, job.head_sha, job.adhoc, _iso(job.created_at),
         job.submitted_via, _iso(job.started_at), _iso(job.finished_at)]])
     by_commit = {"sha": job.head_sha, "repo": job.repo}
+    reproduce = repro.for_cells(job, cells, state.request.build_absolute_uri)
     return Page(
-        title=f"Job {job.pk}", filters={"job": job.pk}, tables=[table, summary],
-        context={"job": job, "cells": cells,
+        title=f"Job {job.pk}", filters={"job": job.pk},
+        tables=[table, summary, repro.table(reproduce)],
+        context={"job": job, "cells": cells, "repros": reproduce,
                  "results_json": page_url(results, **by_commit),
                  "results_csv": page_url(results, format="csv", **by_commit)},
     )

@@ -45,6 +45,7 @@ from benchsite.regressions.models import (
     SilenceAlert,
 )
 from benchsite.results.models import Result
+from dashboards import repro
 from dashboards.pages.common import compare_url, page_url
 from dashboards.render import Page, Table
 from dashboards.state import State
@@ -256,10 +257,13 @@ def build_group(state: State, pk: int) -> Page:
     summary = entry["summary"]
     members = Table("members", COLUMNS, [_row(state, m) for m in summary.members])
     uniform = next(iter(summary.states)) if len(summary.states) == 1 else None
+    reproduce = [repro.for_regression(member, state.request.build_absolute_uri)
+                 for member in summary.members]
     return Page(
         title=f"Alert group {group.pk}", filters={"group": group.pk},
-        tables=[members, Table("group", GROUP_COLUMNS, [_group_row(state, entry)])],
-        context={"group": group, "entry": entry, "summary": summary,
+        tables=[members, Table("group", GROUP_COLUMNS, [_group_row(state, entry)]),
+                repro.table(reproduce)],
+        context={"group": group, "entry": entry, "summary": summary, "repros": reproduce,
                  "form": TriageForm(initial={"state": uniform}),
                  "can_triage": state.request.user.has_perm(TRIAGE_PERMISSION)},
     )
@@ -318,14 +322,16 @@ def build_detail(state: State, pk: int) -> Page:
             s["regression"].get_absolute_url()), s["regression"].kind, s["series"].benchmark,
          s["series"].model, s["series"].metric, s["series"].arch or s["series"].device,
          s["regression"].magnitude, s["regression"].state, s["change"]] for s in siblings])
+    reproduce = [repro.for_regression(regression, state.request.build_absolute_uri)]
     return Page(
         title=f"Regression {regression.pk}",
         filters={"regression": regression.pk, "group": regression.group_id},
-        tables=[history, siblings_table], figures=[chart],
+        tables=[history, siblings_table, repro.table(reproduce)], figures=[chart],
         context={"regression": regression, "series": series, "events": events,
                  "hud_status": _hud_status(regression), "evidence": _evidence(regression),
                  "change": change_text(regression), "group": group, "siblings": siblings,
                  "more_siblings": more, "links": links, "in_range": in_range,
+                 "repros": reproduce,
                  "form": TriageForm(initial={"state": regression.state}),
                  "can_triage": state.request.user.has_perm(TRIAGE_PERMISSION)},
     )

@@ -16,6 +16,7 @@ from runner.cli.outputs import finish, interrupt, listing, status_counts
 from runner.cli.timing_options import add_timing_options, timing_overrides
 from runner.engine.run_context import RunContext
 from runner.engine.run_settings import settings_problems
+from runner.engine.selection import select
 from runner.engine.timing_data import TimingSettings
 from runner.quant.cells import QuantCell
 from runner.quant.records import cell_records
@@ -32,7 +33,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def run_spec(data: Any, args: argparse.Namespace) -> int:
     """Run a parsed torchao config as the options say; SpecError when it is invalid."""
     spec = parse_spec(data, str(args.spec))
-    cells = spec.cells()
+    cells = select(spec.cells(), args.cells, str(args.spec))
     if args.dry_run:
         print(listing([cell.key for cell in cells]))
         return 0

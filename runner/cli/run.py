@@ -19,6 +19,7 @@ from runner.cli import quant as quantization
 from runner.cli.outputs import finish, listing
 from runner.cli.upload import add_upload_options, missing_token
 from runner.engine.run_context import RunContext
+from runner.engine.selection import select
 from runner.engine.specs import DEFAULT_FAMILY, SpecError, family_name, read_spec
 
 
@@ -36,6 +37,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("spec", type=Path, metavar="SPEC")
     parser.add_argument("-o", "--output", type=Path, help="write the records (JSON list) here")
     parser.add_argument("--dry-run", action="store_true", help="list the cells, run nothing")
+    parser.add_argument("--cells", metavar="REGEX",
+                        help="run only the cells whose key the regular expression matches "
+                             "(re.search; '^KEY$' for one cell, as the site's pages show)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log tracebacks of failures")
     add_upload_options(parser)
     quantization.add_options(parser)
@@ -58,6 +62,7 @@ def main(args: argparse.Namespace) -> int:
 def _run_family(data: Any, args: argparse.Namespace) -> int:
     """A spec of another family: its cells run in order through runner.families."""
     family, planned = families.plan(data, str(args.spec))
+    planned = select(planned, args.cells, str(args.spec))
     if args.dry_run:
         print(listing([cell.key for cell in planned]))
         return 0

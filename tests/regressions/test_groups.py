@@ -169,7 +169,7 @@ def test_a_groups_page_lists_its_members_with_links(client, made):
     assert "Log in</a> to triage" in html and 'href="/accounts/login/?next=' in html
     data = client.get(eight.get_absolute_url() + "?format=json").json()
     assert data["filters"] == {"group": eight.pk}
-    assert [t["name"] for t in data["tables"]] == ["members", "group"]
+    assert [t["name"] for t in data["tables"]] == ["members", "group", "repro"]
     assert len(data["tables"][0]["rows"]) == 3
     assert client.get("/regressions/groups/999999/").status_code == 404
 
