@@ -28,7 +28,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='regression',
             name='confirmation',
-            field=models.CharField(blank=True, choices=[('', 'not asked'), ('pending', 'Pending'), ('confirmed', 'Confirmed'), ('not_reproduced', 'not reproduced'), ('unconfirmed', 'Unconfirmed'), ('not_confirmable', 'not confirmable')], default='', max_length=20),
+            field=models.CharField(blank=True, choices=[('', 'not asked'), ('pending', 'confirmation pending'), ('confirmed', 'confirmed'), ('not_reproduced', 'not reproduced'), ('unconfirmed', 'unconfirmed'), ('not_confirmable', 'not confirmable')], default='', max_length=20),
         ),
         migrations.AddField(
             model_name='regression',

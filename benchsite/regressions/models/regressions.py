@@ -82,10 +82,11 @@ class Regression(models.Model):
         """Whether an A/B try job of the job's cell reproduced the change (issue 32)."""
 
         NONE = "", "not asked"  # confirmation off, or raised before it existed
-        PENDING = "pending"
-        CONFIRMED = "confirmed"
+        PENDING = "pending", "confirmation pending"
+        CONFIRMED = "confirmed", "confirmed"
         NOT_REPRODUCED = "not_reproduced", "not reproduced"
-        UNCONFIRMED = "unconfirmed"  # no verdict within the time limit, or the try job failed
+        # no verdict within the time limit, or the try job failed
+        UNCONFIRMED = "unconfirmed", "unconfirmed"
         NOT_CONFIRMABLE = "not_confirmable", "not confirmable"  # e.g. uploaded by CI, no job
 
     CURRENT = (State.OPEN, State.ACKNOWLEDGED)
