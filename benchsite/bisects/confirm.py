@@ -7,6 +7,7 @@ notification then names."""
 from __future__ import annotations
 
 import logging
+import math
 
 from django.utils import timezone
 
@@ -37,7 +38,8 @@ def start(regression: Regression) -> str:
 
 def verdict(bisect: Bisect) -> tuple[str, str]:
     """(confirmation, note) of an ended try job: confirmed when the followed series changed
-    the worse way, significantly, by at least its `min_change` (half the detected change)."""
+    the worse way, significantly, by at least half the detected change in log scale (the
+    bisect's halfway point: a detected 4x slowdown needs 2x)."""
     where = f"A/B try job {bisect.pk}"
     if bisect.state != Bisect.State.FINISHED:
         message = (bisect.outcome or {}).get("message", "").strip().splitlines()
@@ -48,10 +50,13 @@ def verdict(bisect: Bisect) -> tuple[str, str]:
         return Confirmation.UNCONFIRMED, f"{where} did not measure {bisect.metric}"
     change, p = row["change"], row["p_value"]
     said = f"{change:+.1%}, p={p:.2g}" if p is not None else f"{change:+.1%}, too few values"
-    if row["significant"] and change * bisect.worse > 0 and abs(change) >= bisect.min_change:
+    detected = bisect.regression.magnitude
+    if (row["significant"] and change * bisect.worse > 0 and change > -1
+            and abs(math.log1p(change)) >= abs(math.log1p(detected)) / 2):
         return Confirmation.CONFIRMED, f"{said}, {where}"
-    return Confirmation.NOT_REPRODUCED, (f"{said}, {where}: not a significant change of "
-                                         f"{bisect.min_change:.1%} or more the worse way")
+    return Confirmation.NOT_REPRODUCED, (
+        f"{said}, {where}: not a significant change the worse way of half the detected "
+        f"{detected:+.1%} (log scale) or more")
 
 
 def ended(sender, bisect: Bisect, **kwargs) -> None:

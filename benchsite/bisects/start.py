@@ -124,8 +124,7 @@ def start_confirmation(regression: Regression) -> Bisect:
         spec_yaml=job.spec_yaml, spec_name=job.name, source=source, kind=Bisect.Kind.AB,
         good=regression.last_good_sha, bad=regression.first_bad_sha,
         cells=f"^{re.escape(cell.key)}$", metric=regression.series.metric, queue=job.queue,
-        regression=regression, worse=worse, min_change=abs(regression.magnitude) / 2,
-        confirms=True)
+        regression=regression, worse=worse, confirms=True)
 
 
 def measured(regression: Regression, source: Source | None) -> tuple[JobCell, Source, int]:

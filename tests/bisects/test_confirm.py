@@ -12,6 +12,7 @@ import random
 import pytest
 
 from benchsite.bisects import execute, start
+from benchsite.bisects.confirm import verdict
 from benchsite.bisects.lab import SiteLab, label
 from benchsite.bisects.models import Bisect, BisectStep
 from benchsite.bisects.search import CULPRIT, FAILED, Outcome
@@ -72,7 +73,7 @@ def test_a_measured_regression_queues_an_ab_try_job_of_its_cell(asked):
     assert bisect.kind == Bisect.Kind.AB and bisect.confirms and bisect.regression == asked
     assert (bisect.good_ref, bisect.bad_ref) == (sha(2), sha(3))
     assert [cell["key"] for cell in bisect.cells] == [KEY] and bisect.metric == METRIC
-    assert bisect.worse == 1 and bisect.min_change == 1.0  # lower is better; half of +200 %
+    assert bisect.worse == 1  # lower is better
     assert bisect.queue == "cpu" and bisect.state == Bisect.State.PENDING
 
 
@@ -107,7 +108,9 @@ def test_a_change_not_reproduced_is_not_told_and_marked_invalid(
         bisect = finish_ab(Bisect.objects.get(), noisy(1.0, 1), noisy(1.0, 2))
     asked.refresh_from_db()
     assert asked.confirmation == C.NOT_REPRODUCED and asked.state == "false_positive"
-    assert f"A/B try job {bisect.pk}: not a significant change" in asked.confirmation_note
+    assert asked.confirmation_note.endswith(
+        f"A/B try job {bisect.pk}: not a significant change the worse way of half the "
+        "detected +200.0% (log scale) or more")
     assert asked.events.order_by("-pk").first().note.startswith("not reproduced: ")
     assert sent == []
 
@@ -165,3 +168,21 @@ def test_a_confirmed_regression_that_cannot_be_bisected_is_told_without_waiting(
     with django_capture_on_commit_callbacks(execute=True):
         finish_ab(Bisect.objects.get(), noisy(1.0, 1), noisy(3.0, 2))
     assert len(sent) == 1 and sent[0]["items"][0]["culprit"] is None
+
+
+@pytest.mark.parametrize(("head", "significant", "expected"), [
+    (1.8, True, C.CONFIRMED),  # 1.8x: past half of the detected 3x in log scale (1.73x)
+    (1.6, True, C.NOT_REPRODUCED),  # short of it
+    (0.5, True, C.NOT_REPRODUCED),  # faster: the better way
+    (3.0, False, C.NOT_REPRODUCED),  # not significant
+])
+def test_the_verdict_needs_a_significant_change_the_worse_way_of_half_the_detected(
+        asked, head, significant, expected):
+    bisect = Bisect.objects.get()
+    bisect.state = Bisect.State.FINISHED
+    bisect.outcome = {"series": [{"series": label(KEY, METRIC), "change": head - 1,
+                                  "p_value": 0.002 if significant else 0.3,
+                                  "significant": significant}]}
+    assert verdict(bisect)[0] == expected
+    bisect.outcome = {"series": []}
+    assert verdict(bisect) == (C.UNCONFIRMED, f"A/B try job {bisect.pk} did not measure {METRIC}")
