@@ -186,3 +186,12 @@ def test_the_verdict_needs_a_significant_change_the_worse_way_of_half_the_detect
     assert verdict(bisect)[0] == expected
     bisect.outcome = {"series": []}
     assert verdict(bisect) == (C.UNCONFIRMED, f"A/B try job {bisect.pk} did not measure {METRIC}")
+
+
+def test_the_regression_page_says_its_confirmation(asked, client):
+    page = client.get(asked.get_absolute_url()).content.decode()
+    assert '<td id="confirmation" class="confirmation-pending">confirmation pending' in page
+    assert "its notification waits until" in page
+    confirmation.record(asked, C.NOT_REPRODUCED, "+0.3%, p=0.8, A/B try job 1")
+    page = client.get(asked.get_absolute_url()).content.decode()
+    assert "not reproduced (+0.3%, p=0.8, A/B try job 1)" in page and "waits until" not in page
