@@ -7,8 +7,9 @@ which sits above this one (import-linter's layers): it hands its starter in when
 confirmable" and is told as before.
 
 The settings (`DetectionSettings.confirm_*`): "wait" holds a regression's notification
-(`Regression.held_until`) until its verdict, or the time limit ("unconfirmed"); "at_once"
-tells it at once and confirms beside; "off" asks nothing. A regression that is not reproduced
+(`Regression.held_until`), and its night's report (`report.send_waiting`), until its
+verdict or the time limit ("unconfirmed"); "at_once" tells it at once and confirms beside;
+"off" asks nothing. A regression that is not reproduced
 is not told, and is marked false positive with the reason unless a person triaged it first.
 """
 
@@ -27,6 +28,7 @@ from benchsite.regressions.models import (
     Regression,
 )
 from benchsite.regressions.notify import notify_regressions
+from benchsite.regressions.report import send_waiting
 
 logger = logging.getLogger(__name__)
 Confirmation = Regression.Confirmation
@@ -101,6 +103,7 @@ def record(regression: Regression, confirmation: str, note: str, *,
         _invalidate(regression, note)
     elif regression.held_until is None:
         notify_regressions([regression])
+    send_waiting()
     return True
 
 
@@ -121,6 +124,7 @@ def bisect_ended(regression: Regression, culprit: dict | None) -> bool:
     if released:
         regression.refresh_from_db()
         notify_regressions([regression])
+        send_waiting()
     return bool(released)
 
 
@@ -142,4 +146,5 @@ def release_overdue() -> int:
             released.append(regression)
     if released:
         notify_regressions(released)
+    send_waiting()
     return len(released)

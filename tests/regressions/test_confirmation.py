@@ -39,7 +39,7 @@ def started(monkeypatch):
 
 @pytest.fixture
 def series(db):
-    for night in range(4):
+    for night in range(6):  # a regression made at night 2 is raised at night 5
         upload(night, [record("m", [1.0] * 3), record("n", [1.0] * 3)])
     return Series.objects.get(model="m"), Series.objects.get(model="n")
 
@@ -200,3 +200,24 @@ def test_the_line_of_an_item_says_its_confirmation_and_culprit():
             "culprit": {"sha": "c" * 40, "subject": "s", "author": "A"}}
     assert notify._line(item).endswith(
         f"[changepoint], confirmed (+20%), culprit {'c' * 12} \"s\" by A")
+
+
+def test_the_nightly_report_waits_for_its_nights_confirmations(series, started, monkeypatch):
+    from benchsite.regressions import report as reports
+    from benchsite.regressions.models import NightlyReport
+
+    mode("wait")
+    told = []
+    monkeypatch.setattr(reports, "notify_report",
+                        lambda report: told.append(report.pk) or True)
+    regression = raised(series[0], started)
+    day = regression.detected_at.date()
+    [report] = reports.nightly_reports(day)
+    report.refresh_from_db()
+    assert report.waiting and told == []  # held: built, not sent
+    assert reports.send_waiting() == 0 and told == []
+    confirmation.record(regression, C.NOT_REPRODUCED, "+0.1%, p=0.9")  # releases it
+    assert told == [report.pk]
+    report = NightlyReport.objects.get(pk=report.pk)
+    assert not report.waiting
+    assert sum(row["regression"] for row in report.rows) == 0  # not reproduced: not counted
