@@ -69,7 +69,12 @@ def request(regressions: Sequence[Regression]) -> list[Regression]:
                 if settings.confirm_mode == ConfirmMode.WAIT else None)
         _set(regression, confirmation=Confirmation.PENDING, confirmation_note="",
              held_until=held)
-        reason = _starter(regression) if _starter is not None else NO_JOB
+        try:
+            reason = _starter(regression) if _starter is not None else NO_JOB
+        except Exception as error:  # told as before rather than held for nothing
+            logger.exception("regression %s: its confirmation could not be queued",
+                             regression.pk)
+            reason = f"its try job could not be queued: {error}"
         if reason:
             _not_confirmable(regression, reason)
         else:
@@ -115,12 +120,15 @@ def _invalidate(regression: Regression, note: str) -> None:
 
 
 def bisect_ended(regression: Regression, culprit: dict | None) -> bool:
-    """The bisect of a confirmed regression ended: its culprit (if found) is written on it
-    and its held notification, naming it, sent; True when this call released it."""
+    """A bisect of the regression ended: its culprit (if found) is written on it and, when
+    the regression was confirmed and held for it, its notification, naming it, sent; True
+    when this call released it (a bisect that ends while the confirmation is pending does
+    not)."""
     if culprit:
         Regression.objects.filter(pk=regression.pk).update(culprit=culprit)
-    released = Regression.objects.filter(pk=regression.pk, held_until__isnull=False).update(
-        held_until=None)
+    released = Regression.objects.filter(
+        pk=regression.pk, held_until__isnull=False, confirmation=Confirmation.CONFIRMED,
+    ).update(held_until=None)
     if released:
         regression.refresh_from_db()
         notify_regressions([regression])

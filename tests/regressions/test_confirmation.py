@@ -221,3 +221,26 @@ def test_the_nightly_report_waits_for_its_nights_confirmations(series, started, 
     report = NightlyReport.objects.get(pk=report.pk)
     assert not report.waiting
     assert sum(row["regression"] for row in report.rows) == 0  # not reproduced: not counted
+
+
+def test_a_bisect_that_ends_while_pending_does_not_release_it(series, sent, started):
+    mode("wait")
+    regression = raised(series[0], started)
+    culprit = {"sha": "d" * 40, "subject": "s", "author": "A", "url": "", "bisect_url": "/b/"}
+    assert not confirmation.bisect_ended(regression, culprit)  # a person's bisect, say
+    regression.refresh_from_db()
+    assert regression.held_until is not None and regression.culprit["sha"] == "d" * 40
+    assert sent == []
+
+
+def test_a_starter_that_fails_leaves_it_not_confirmable_and_told(series, sent, monkeypatch):
+    mode("wait")
+
+    def broken(regression):
+        raise RuntimeError("database gone")
+
+    monkeypatch.setattr(confirmation, "_starter", broken)
+    regression = raised(series[0], None)
+    assert regression.confirmation == C.NOT_CONFIRMABLE and regression.held_until is None
+    assert regression.confirmation_note == "its try job could not be queued: database gone"
+    assert len(sent) == 1
