@@ -49,7 +49,9 @@ def verdict(bisect: Bisect) -> tuple[str, str]:
     if row is None or row["change"] != row["change"]:  # NaN: a base median of 0
         return Confirmation.UNCONFIRMED, f"{where} did not measure {bisect.metric}"
     change, p = row["change"], row["p_value"]
-    said = f"{change:+.1%}, p={p:.2g}" if p is not None else f"{change:+.1%}, too few values"
+    if p is None:  # too few repetitions to judge: no verdict, rather than a wrong one
+        return Confirmation.UNCONFIRMED, f"{change:+.1%}, too few values to judge, {where}"
+    said = f"{change:+.1%}, p={p:.2g}"
     detected = bisect.regression.magnitude
     if (row["significant"] and change * bisect.worse > 0 and change > -1
             and abs(math.log1p(change)) >= abs(math.log1p(detected)) / 2):

@@ -184,6 +184,9 @@ def test_the_verdict_needs_a_significant_change_the_worse_way_of_half_the_detect
                                   "p_value": 0.002 if significant else 0.3,
                                   "significant": significant}]}
     assert verdict(bisect)[0] == expected
+    bisect.outcome["series"][0]["p_value"] = None  # too few repetitions
+    assert verdict(bisect) == (C.UNCONFIRMED, f"{head - 1:+.1%}, too few values to judge, "
+                                              f"A/B try job {bisect.pk}")
     bisect.outcome = {"series": []}
     assert verdict(bisect) == (C.UNCONFIRMED, f"A/B try job {bisect.pk} did not measure {METRIC}")
 
