@@ -323,6 +323,10 @@ CELERY_BEAT_SCHEDULE = {
     "regressions: detection owed": {
         "task": "benchsite.regressions.tasks.detect_owed",
         "schedule": float(BENCH_SWEEP_INTERVAL), "options": {"expires": BENCH_SWEEP_INTERVAL}},
+    # regressions held for their confirmation past its time limit: told, "unconfirmed"
+    "regressions: confirmations overdue": {
+        "task": "benchsite.regressions.tasks.confirmations_overdue",
+        "schedule": float(BENCH_SWEEP_INTERVAL), "options": {"expires": BENCH_SWEEP_INTERVAL}},
     # bisects whose worker was lost or whose task was: queued again, or failed saying why
     "bisects: sweep lost bisects": {
         "task": "benchsite.bisects.tasks.sweep",

@@ -6,6 +6,7 @@ class BisectsConfig(AppConfig):
     verbose_name = "Bisection and try jobs"
 
     def ready(self) -> None:
-        from benchsite.bisects import allowlist
+        from benchsite.bisects import allowlist, confirm
 
         allowlist.connect()  # the sources' packages are allowed code modules
+        confirm.connect()  # regressions are confirmed by A/B try jobs

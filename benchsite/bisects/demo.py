@@ -13,7 +13,8 @@ this machine, with nothing synthetic in between.
    on a busy machine.) Each job's cells run at its commit (checked out and built as the
    source builds it, run in a subprocess like a bisect's steps) and are stored as that
    job's, as a worker stores a cell's, on `main` of `demo/pkg`. Regression detection raises
-   the slowdown between the last commit before the week and the first after it.
+   the slowdown between the last commit before the week and the first after it, and an A/B
+   try job of its cell at those two commits confirms it (DetectionSettings.confirm_mode).
 4. The regression and the command that bisects it; with --bisect, the bisect itself, as
    `bench bisect --regression N --wait` runs it.
 
@@ -164,4 +165,6 @@ def regression_of(shas: list[str], out) -> Regression:
               f"good) and commit {bad} {found.first_bad_sha[:12]} (first bad)"
               + (f", {bad - good} commits to bisect" if good is not None and bad is not None
                  else "") + f" ({found.get_absolute_url()})")
+    # Its A/B try job (regressions.confirmation): run already in-process, queued with a broker.
+    out.write(f"confirmation: {found.confirmation_text or 'not asked (confirm_mode off)'}")
     return found

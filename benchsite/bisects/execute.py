@@ -15,6 +15,7 @@ from benchsite.bisects import search
 from benchsite.bisects.lab import SiteLab
 from benchsite.bisects.models import Bisect
 from benchsite.bisects.notify import tell_culprit
+from benchsite.bisects.signals import bisect_ended
 from benchsite.comparison.judge import MIN_REPETITIONS
 from benchsite.regressions.models import DetectionSettings, RegressionEvent
 from runner.sources.git import GitError
@@ -139,4 +140,7 @@ def finish(bisect: Bisect, lab: SiteLab, outcome: search.Outcome) -> None:
                 note=f"bisect {bisect.pk}: culprit {culprit['sha'][:12]} "
                      f"\"{culprit['subject']}\" by {culprit['author']}, "
                      f"{culprit['magnitude']:+.1%} (p={culprit['p_value']:.2g})")
+        # What follows from it first (a confirmation's verdict; a held alert that names
+        # the culprit, and then tells it in place of tell_culprit).
+        transaction.on_commit(lambda: bisect_ended.send(sender=Bisect, bisect=bisect))
         transaction.on_commit(lambda: tell_culprit(bisect))

@@ -127,6 +127,9 @@ class Bisect(models.Model):
     regression = models.ForeignKey(
         "regressions.Regression", null=True, blank=True, on_delete=models.SET_NULL,
         related_name="bisects", help_text="the regression it was started from, if any")
+    confirms = models.BooleanField(
+        default=False, help_text="A/B: it confirms its regression before the regression is "
+        "told (regressions.confirmation)")
     spec_name = models.CharField(max_length=255)
     spec_yaml = models.TextField(help_text="the spec as submitted (a snapshot)")
     family = models.CharField(max_length=50)
@@ -245,7 +248,8 @@ def describe(bisect: Bisect, steps: bool = True) -> dict:
         "state": bisect.state, "progress": bisect.progress, "culprit_sha": bisect.culprit_sha,
         "outcome": bisect.outcome, "source": bisect.source.name, "repo": bisect.source.repo,
         "head_source": bisect.head_source.name if bisect.head_source else None,
-        "regression": bisect.regression_id, "spec_name": bisect.spec_name,
+        "regression": bisect.regression_id, "confirms": bisect.confirms,
+        "spec_name": bisect.spec_name,
         "family": bisect.family, "cells": [cell["key"] for cell in bisect.cells],
         "metric": bisect.metric, "good_ref": bisect.good_ref, "bad_ref": bisect.bad_ref,
         "good_sha": bisect.good_sha, "bad_sha": bisect.bad_sha, "branch": bisect.branch,

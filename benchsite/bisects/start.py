@@ -1,6 +1,7 @@
 """Starting bisects and try jobs: from a regression (the spec and cell of the job that
-measured it), from an alert group (its worst member that can be), or from a spec, a source
-and two refs. Every way checks the same things and queues one task on the bisect's queue."""
+measured it; its confirmation too), from an alert group (its worst member that can be), or
+from a spec, a source and two refs. Every way checks the same things and queues one task on
+the bisect's queue."""
 
 from __future__ import annotations
 
@@ -104,6 +105,31 @@ def start_spec(*, spec_yaml: str, spec_name: str, source: Source, good: str, bad
 def start_regression(regression: Regression, *, source: Source | None = None,
                      queue: str = "", **options: Any) -> Bisect:
     """Bisect a regression's range with the spec and cell of the job that measured it."""
+    cell, source, worse = measured(regression, source)
+    job = cell.job
+    return start_spec(
+        spec_yaml=job.spec_yaml, spec_name=job.name, source=source,
+        good=regression.last_good_sha, bad=regression.first_bad_sha,
+        cells=f"^{re.escape(cell.key)}$", metric=regression.series.metric,
+        queue=queue or job.queue, regression=regression, worse=worse,
+        min_change=abs(regression.magnitude) / 2, **options)
+
+
+def start_confirmation(regression: Regression) -> Bisect:
+    """The A/B try job that confirms a regression: its job's cell at its last good (base)
+    and first bad (head) commits, on the job's queue."""
+    cell, source, worse = measured(regression, None)
+    job = cell.job
+    return start_spec(
+        spec_yaml=job.spec_yaml, spec_name=job.name, source=source, kind=Bisect.Kind.AB,
+        good=regression.last_good_sha, bad=regression.first_bad_sha,
+        cells=f"^{re.escape(cell.key)}$", metric=regression.series.metric, queue=job.queue,
+        regression=regression, worse=worse, confirms=True)
+
+
+def measured(regression: Regression, source: Source | None) -> tuple[JobCell, Source, int]:
+    """The job cell that measured a regression, the source that builds its repo's commits,
+    and which way is worse (+1: higher values); BisectRefused saying why there are none."""
     series = regression.series
     where = f"regression {regression.pk}"
     if not regression.last_good_sha:
@@ -130,13 +156,7 @@ def start_regression(regression: Regression, *, source: Source | None = None,
     # Which way is worse as the site judges the metric now (an admin's override counts).
     worse = {LOWER: 1, HIGHER: -1}.get(regression.direction_now().better, 0) or (
         1 if regression.magnitude > 0 else -1)
-    job = cell.job
-    return start_spec(
-        spec_yaml=job.spec_yaml, spec_name=job.name, source=source,
-        good=regression.last_good_sha, bad=regression.first_bad_sha,
-        cells=f"^{re.escape(cell.key)}$", metric=series.metric, queue=queue or job.queue,
-        regression=regression, worse=worse, min_change=abs(regression.magnitude) / 2,
-        **options)
+    return cell, source, worse
 
 
 def start_group(group: AlertGroup, **options: Any) -> Bisect:

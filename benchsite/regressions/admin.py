@@ -40,8 +40,8 @@ def _state_action(state: str, label: str):
 @admin.register(Regression)
 class RegressionAdmin(admin.ModelAdmin):
     list_display = ["id", "first_bad_at", "kind", "series", "magnitude", "detector", "state",
-                    "first_bad_sha"]
-    list_filter = ["state", "kind", "detector", "series__repo", "series__benchmark",
+                    "confirmation", "first_bad_sha"]
+    list_filter = ["state", "confirmation", "kind", "detector", "series__repo", "series__benchmark",
                    "series__arch"]
     list_select_related = ["series"]
     search_fields = ["first_bad_sha", "last_good_sha", "series__model", "series__metric"]
@@ -50,7 +50,8 @@ class RegressionAdmin(admin.ModelAdmin):
                        "direction_rule", "last_good_run", "last_good_sha", "last_good_at",
                        "first_bad_run", "first_bad_sha", "first_bad_at", "baseline", "value",
                        "magnitude", "confidence", "points_after", "detected_at", "evidence",
-                       "state", "notified_at", "created_at", "updated_at"]
+                       "state", "confirmation", "confirmation_note", "held_until", "culprit",
+                       "notified_at", "created_at", "updated_at"]
     fields = [*readonly_fields, "notes"]
     inlines = [RegressionEventInline]
     date_hierarchy = "first_bad_at"
@@ -143,6 +144,9 @@ class DetectionSettingsAdmin(admin.ModelAdmin):
         ("Commit comparison", {"fields": ["compare_significance", "compare_fdr"]}),
         ("Stopped reporting", {"fields": ["silence_gaps", "silence_min_runs",
                                           "silence_lookback_days"]}),
+        ("Confirmation before alerting", {"fields": ["confirm_mode",
+                                                     "confirm_time_limit_minutes",
+                                                     "confirm_auto_bisect"]}),
     ]
 
     def has_add_permission(self, request):

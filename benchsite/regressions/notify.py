@@ -44,7 +44,11 @@ group's member, or an ungrouped regression, then with "type": "regression"):
      "detector": "changepoint", "kind": "regression", "direction": "lower",
      "baseline": 1.23, "value": 1.38, "magnitude": 0.12, "confidence": 1e-07,
      "last_good_sha": "...", "first_bad_sha": "...",
-     "first_bad_at": "2025-11-07T03:00:00+00:00"}
+     "first_bad_at": "2025-11-07T03:00:00+00:00",
+     "confirmation": "confirmed",       # null (not asked), confirmed, unconfirmed (the time
+     "confirmation_note": "+12.3 %, p=0.002 (A/B try job 5)",  # limit), not_confirmable...
+     "culprit": {"sha": "...", "subject": "...", "author": "...", "url": "...",
+                 "bisect_url": "..."}}    # or null: one a bisect found before it was told
 
 (its magnitude is the metric's own relative change, signed: 0.12 is 12 % up; accuracy
 checks and missing metrics are baseline 1, value 0, magnitude -1.)
@@ -97,8 +101,12 @@ def post_json(url: str, payload: dict) -> int:
 def notify_regressions(regressions: Sequence[Regression]) -> int:
     """Tell every matching target about the alert groups of these regressions that hold a
     notified kind, each group once, and about ungrouped ones one by one, each once; returns
-    how many items (groups and ungrouped regressions) were sent."""
-    wanted = [r for r in regressions if r.kind in Regression.NOTIFIED_KINDS]
+    how many items (groups and ungrouped regressions) were sent. A regression whose
+    confirmation holds it (`held_until`), or that was not reproduced, is not told (nor
+    its group, for it): `regressions.confirmation` calls again once it is released."""
+    wanted = list(Regression.objects.filter(
+        pk__in=[r.pk for r in regressions], kind__in=Regression.NOTIFIED_KINDS,
+        held_until__isnull=True).exclude(confirmation=Regression.Confirmation.NOT_REPRODUCED))
     groups = _claim_groups({r.group_id for r in wanted if r.group_id is not None})
     ungrouped = _claim(Regression, [r for r in wanted if r.group_id is None])
     items = [*groups, *ungrouped]
@@ -224,6 +232,10 @@ def _regression_item(regression: Regression) -> dict:
         "confidence": regression.confidence, "last_good_sha": regression.last_good_sha,
         "first_bad_sha": regression.first_bad_sha,
         "first_bad_at": regression.first_bad_at.isoformat(),
+        "confirmation": regression.confirmation or None,
+        "confirmation_note": regression.confirmation_note,
+        "culprit": ({**regression.culprit, "bisect_url": _url(regression.culprit["bisect_url"])}
+                    if regression.culprit else None),
     }
 
 
@@ -256,10 +268,22 @@ def _line(item: dict) -> str:
         change = CHANGE_TEXTS.get(item["detector"]) or f"{item['magnitude']:+.1%}"
         return (f"{item['kind']} {change} in {what} ({item['repo']}) "
                 f"between {item['last_good_sha'][:10] or '?'} and {item['first_bad_sha'][:10]}"
-                f" [{item['detector']}]")
+                f" [{item['detector']}]" + _confirmed(item))
     subject = item["series"] or item["arch"] or item["device"]
     return (f"{subject} ({item['repo']}) silent since {item['last_seen']} "
             f"(usually every {item['usual_gap_hours']} h)")
+
+
+def _confirmed(item: dict) -> str:
+    """A member's confirmation and culprit, as a line's end."""
+    said = ""
+    if item.get("confirmation"):
+        note = item["confirmation_note"]
+        said = f", {item['confirmation'].replace('_', ' ')}" + (f" ({note})" if note else "")
+    if culprit := item.get("culprit"):
+        said += (f", culprit {culprit['sha'][:12]} \"{culprit['subject']}\" by "
+                 f"{culprit['author']}")
+    return said
 
 
 def _headline(event: str, items: list[dict]) -> str:

@@ -8,7 +8,8 @@ A series' state, the first that applies:
 - "regression" / "improvement": a record of that kind (any detector) was raised for it that
   day (its `detected_at`, the time of the newest point when it was raised, falls on the day;
   its creation time where it has none). A record of unknown direction ("change") or one the
-  HUD policy raised as "suspicious" counts as suspicious.
+  HUD policy raised as "suspicious" counts as suspicious. A record its A/B try job did not
+  reproduce (`regressions.confirmation`) is not counted.
 - "suspicious": nothing raised, but the HUD policy's verdict on its points since its latest
   recorded change (`changes.recorded_changes`: change-point records, false positives
   excluded) up to the end of the day is "regression" or "suspicious": a change raised on
@@ -23,6 +24,9 @@ The series counted are those with results in the day's runs of the repo and bran
 that day (a metric a run stopped reporting is a regression of the night without a result).
 A series with only text results that day (accuracy) has no numeric history: it is a
 regression when the accuracy check raised one, else no regression.
+
+A report with a record of its day still held for its confirmation (`held_until`) waits:
+built, not sent, and built again and sent (`send_waiting`) once none is held.
 
 Histories and recorded changes are read with one query each per chunk of series
 (`history.recent`, `changes.recorded_changes`), never per series.
@@ -106,9 +110,8 @@ def build_report(repo: str, branch: str, day: date,
     reported = set(results.values_list("series_id", flat=True).distinct())
     numeric = set(results.filter(value__isnull=False).values_list("series_id", flat=True)
                   .distinct())
-    raised = (Regression.objects.filter(series__repo=repo, branch=branch)
-              .filter(Q(detected_at__gte=start, detected_at__lt=end)
-                      | Q(detected_at__isnull=True, created_at__gte=start, created_at__lt=end))
+    raised = (_raised(repo, branch, start, end)
+              .exclude(confirmation=Regression.Confirmation.NOT_REPRODUCED)
               .order_by().values_list("series_id", "kind", "group_id"))
     states: dict[int, str] = {}
     groups: defaultdict[int, set[int]] = defaultdict(set)
@@ -139,6 +142,13 @@ def build_report(repo: str, branch: str, day: date,
     report, _ = NightlyReport.objects.update_or_create(
         repo=repo, branch=branch, day=day, defaults={"rows": ordered})
     return report
+
+
+def _raised(repo: str, branch: str, start: datetime, end: datetime):
+    """The records raised in (start, end]: by the time of their newest point."""
+    return (Regression.objects.filter(series__repo=repo, branch=branch)
+            .filter(Q(detected_at__gte=start, detected_at__lt=end)
+                    | Q(detected_at__isnull=True, created_at__gte=start, created_at__lt=end)))
 
 
 def _judge(ids: list[int], series: dict[int, Series], branch: str, end: datetime,
@@ -184,8 +194,30 @@ def nightly_reports(day: date | None = None, repo: str | None = None, send: bool
                if branch in settings.branches_for(name)]
     if send:
         for report in reports:
-            notify_report(report)
+            if _held(report):  # sent by `send_waiting` once its confirmations end
+                NightlyReport.objects.filter(pk=report.pk).update(waiting=True)
+            else:
+                notify_report(report)
     return reports
+
+
+def _held(report: NightlyReport) -> bool:
+    """Whether a regression of its day waits for its confirmation (`held_until`)."""
+    start, end = day_bounds(report.day)
+    return _raised(report.repo, report.branch, start, end).filter(
+        held_until__isnull=False).exists()
+
+
+def send_waiting() -> int:
+    """The reports that waited for confirmations, built again and sent once none of their
+    day is held (at the latest when the time limit releases them); returns how many."""
+    sent = 0
+    for report in NightlyReport.objects.filter(waiting=True, notified_at__isnull=True):
+        if not _held(report):
+            report = build_report(report.repo, report.branch, report.day)
+            NightlyReport.objects.filter(pk=report.pk).update(waiting=False)
+            sent += notify_report(report)
+    return sent
 
 
 # Reading

@@ -17,6 +17,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from django.db.models import F
 from django.utils import timezone
 
+from benchsite.regressions import confirmation
 from benchsite.regressions.detection import detect_runs
 from benchsite.regressions.notify import notify_regressions, notify_silences
 from benchsite.regressions.report import nightly_reports
@@ -41,6 +42,7 @@ def detect_upload(upload_id: int) -> int:
     upload.update(detection_attempts=F("detection_attempts") + 1)
     try:
         created = detect_runs(Run.objects.filter(upload_id=upload_id).order_by("timestamp"))
+        confirmation.request(created)
         notify_regressions(created)
     except Exception:
         _detection_failed(upload_id, traceback.format_exc())
@@ -104,6 +106,13 @@ def detect_owed() -> int:
             # upload still owes it and records why; the other uploads are queued all the same
             logger.exception("upload %s: queueing its detection again failed", upload_id)
     return len(owed)
+
+
+@shared_task(**RETRY)
+def confirmations_overdue() -> int:
+    """For celery beat (settings.CELERY_BEAT_SCHEDULE): regressions held for a confirmation
+    (or its bisect) past the time limit are told, "unconfirmed"; returns how many."""
+    return confirmation.release_overdue()
 
 
 @shared_task(**RETRY)

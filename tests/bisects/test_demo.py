@@ -45,8 +45,10 @@ def test_the_demo_from_nightly_jobs_to_a_regression_and_its_culprit(tmp_path, se
     assert (regression.last_good_sha, regression.first_bad_sha) == (shas[last_good],
                                                                     shas[first_bad])
     assert regression.magnitude > 2  # several times slower
-    assert lines[-2].startswith(f"regression {regression.pk}: demo_mlp abs_latency +")
-    assert lines[-2].endswith(
+    assert regression.confirmation == Regression.Confirmation.CONFIRMED
+    assert lines[-2] == f"confirmation: {regression.confirmation_text}"
+    assert lines[-3].startswith(f"regression {regression.pk}: demo_mlp abs_latency +")
+    assert lines[-3].endswith(
         f"between commit {last_good} {shas[last_good][:12]} (last good) and commit "
         f"{first_bad} {shas[first_bad][:12]} (first bad), {first_bad - last_good} commits to "
         f"bisect ({regression.get_absolute_url()})")
@@ -60,7 +62,8 @@ def test_the_demo_from_nightly_jobs_to_a_regression_and_its_culprit(tmp_path, se
     assert f"night 0: commit 0 {shas[0][:12]}: job {jobs[0].pk} (measured already)" in lines
     assert Job.objects.count() == len(demo_bisect.NIGHTS)
     assert lines[-1] == f"culprit: {shas[demo.SLOW]}"
-    bisect = Bisect.objects.get()
+    assert Bisect.objects.get(confirms=True).kind == Bisect.Kind.AB  # the confirmation
+    bisect = Bisect.objects.get(kind=Bisect.Kind.BISECT)
     assert bisect.regression == regression and bisect.state == "culprit"
     assert bisect.cells[0]["key"] == JobCell.objects.first().key
     assert bisect.metric == demo.METRIC and bisect.source == source

@@ -14,6 +14,7 @@ from benchsite.regressions.models.reports import NightlyReport
 from benchsite.regressions.models.settings import (
     DEFAULT_CHANGEPOINT_MAGNITUDES,
     DEFAULT_THRESHOLDS,
+    ConfirmMode,
     DetectionSettings,
     MetricThreshold,
     RepoBranches,
@@ -21,6 +22,6 @@ from benchsite.regressions.models.settings import (
 )
 
 __all__ = ["DEFAULT_CHANGEPOINT_MAGNITUDES", "DEFAULT_THRESHOLDS", "AlertGroup",
-           "DetectionSettings", "Detector", "MetricThreshold", "NightlyReport",
+           "ConfirmMode", "DetectionSettings", "Detector", "MetricThreshold", "NightlyReport",
            "NotificationTarget", "Regression", "RegressionEvent", "RepoBranches",
            "SilenceAlert", "split_branches"]

@@ -78,6 +78,17 @@ class Regression(models.Model):
         SUSPICIOUS = "suspicious"  # HUD policy: 3+ violations in a row, not the latest
         CHANGE = "change", "change (direction unknown)"
 
+    class Confirmation(models.TextChoices):
+        """Whether an A/B try job of the job's cell reproduced the change (issue 32)."""
+
+        NONE = "", "not asked"  # confirmation off, or raised before it existed
+        PENDING = "pending", "confirmation pending"
+        CONFIRMED = "confirmed", "confirmed"
+        NOT_REPRODUCED = "not_reproduced", "not reproduced"
+        # no verdict within the time limit, or the try job failed
+        UNCONFIRMED = "unconfirmed", "unconfirmed"
+        NOT_CONFIRMABLE = "not_confirmable", "not confirmable"  # e.g. uploaded by CI, no job
+
     CURRENT = (State.OPEN, State.ACKNOWLEDGED)
     NOTIFIED_KINDS = (Kind.REGRESSION, Kind.CHANGE)
 
@@ -114,6 +125,18 @@ class Regression(models.Model):
         help_text="what other detectors said of the same change, by detector: the HUD "
         "policy's verdict, magnitude and violations")
     state = models.CharField(max_length=20, choices=State.choices, default=State.OPEN)
+    confirmation = models.CharField(max_length=20, choices=Confirmation.choices, blank=True,
+                                    default=Confirmation.NONE)
+    confirmation_note = models.CharField(
+        max_length=500, blank=True, help_text="the try job's change and p-value, or why it "
+        "could not confirm")
+    held_until = models.DateTimeField(
+        null=True, blank=True, editable=False,
+        help_text="its notification waits for its confirmation (and the bisect a confirmation "
+        "starts) until then at the latest; empty: not held")
+    culprit = models.JSONField(default=dict, blank=True, editable=False,
+                               help_text="the culprit a bisect found: sha, subject, author, url, "
+                               "bisect_url")
     notes = models.TextField(blank=True)
     notified_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -142,6 +165,14 @@ class Regression(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("regressions:detail", args=[self.pk])
+
+    @property
+    def confirmation_text(self) -> str:
+        """As the pages and notifications say it: 'confirmed (+12.3 %, p=0.002)'."""
+        if not self.confirmation:
+            return ""
+        shown = self.get_confirmation_display()
+        return f"{shown} ({self.confirmation_note})" if self.confirmation_note else shown
 
     @property
     def is_current(self) -> bool:

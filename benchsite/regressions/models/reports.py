@@ -16,6 +16,9 @@ class NightlyReport(models.Model):
     rows = models.JSONField(default=list, help_text="one per benchmark and device: counts")
     created_at = models.DateTimeField(auto_now=True)
     notified_at = models.DateTimeField(null=True, blank=True, editable=False)
+    waiting = models.BooleanField(
+        default=False, editable=False, help_text="its notification waits for the "
+        "confirmation of regressions of its day (sent once none is held)")
 
     class Meta:
         ordering = ["-day", "repo", "branch"]

@@ -24,6 +24,12 @@ DEFAULT_THRESHOLDS = [("*speedup*", 0.05), ("*pass*rate*", 0.10), ("*compil*", 0
 DEFAULT_CHANGEPOINT_MAGNITUDES = {"*instruction*": 0.01}
 
 
+class ConfirmMode(models.TextChoices):
+    WAIT = "wait", "wait: notify once confirmed (or at the time limit, unconfirmed)"
+    AT_ONCE = "at_once", "notify at once, confirm beside"
+    OFF = "off", "off: no confirmation"
+
+
 class DetectionSettings(models.Model):
     """Detector windows and thresholds, stopped-reporting limits: one row (pk 1), made with
     the default thresholds by the first `load()`."""
@@ -79,6 +85,18 @@ class DetectionSettings(models.Model):
         default=5, help_text="stopped reporting: runs needed to know the usual gap")
     silence_lookback_days = models.PositiveIntegerField(
         default=30, help_text="stopped reporting: history looked at")
+
+    confirm_mode = models.CharField(
+        max_length=10, choices=ConfirmMode.choices, default=ConfirmMode.WAIT,
+        help_text="regressions of series a job measured: an A/B try job of its cell at the "
+        "last good and first bad commits confirms them; their notification (and nightly "
+        "report) waits for it, or not; a not reproduced one is marked false positive")
+    confirm_time_limit_minutes = models.PositiveIntegerField(
+        default=180, help_text="wait: a regression still unconfirmed after this long is "
+        "notified as 'unconfirmed'")
+    confirm_auto_bisect = models.BooleanField(
+        default=False, help_text="a confirmed regression starts its bisect; wait: its "
+        "notification waits for the culprit too (within the time limit)")
 
     class Meta:
         verbose_name = verbose_name_plural = "detection settings"
