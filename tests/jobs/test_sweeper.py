@@ -26,6 +26,8 @@ from tests.jobs.conftest import BROKER, FAST_TIMING, SMALL_SPEC, sending_to
 
 pytestmark = [pytest.mark.torch, pytest.mark.django_db(transaction=True)]
 UNREACHABLE = "redis://127.0.0.1:9/0"  # nothing listens on the discard port
+# A Redis database these tests may empty (scripts/test gives the SQLite run another one).
+SCRATCH = BROKER.rsplit("/", 1)[0] + "/" + os.environ.get("TEST_REDIS_SCRATCH_DB", "8")
 AN_HOUR_AGO = timedelta(hours=1)
 
 
@@ -171,7 +173,7 @@ def test_the_heartbeat_is_written_while_the_cell_runs(settings, undelivered):
 
 
 def test_the_broker_losing_its_data_is_noticed(settings):
-    url = BROKER.rsplit("/", 1)[0] + "/8"
+    url = SCRATCH
     try:
         redis.Redis.from_url(url).flushdb()
     except redis.ConnectionError:
@@ -216,7 +218,7 @@ def test_detection_owed_is_recorded_with_the_upload_and_redone_when_lost(setting
 
 
 def test_cells_a_lost_worker_took_but_never_claimed_are_sent_again(settings, undelivered):
-    url = BROKER.rsplit("/", 1)[0] + "/8"
+    url = SCRATCH
     client = redis.Redis.from_url(url)
     try:
         client.flushdb()
