@@ -174,7 +174,8 @@ def test_a_confirmed_regression_that_cannot_be_bisected_is_told_without_waiting(
     (1.8, True, C.CONFIRMED),  # 1.8x: past half of the detected 3x in log scale (1.73x)
     (1.6, True, C.NOT_REPRODUCED),  # short of it
     (0.5, True, C.NOT_REPRODUCED),  # faster: the better way
-    (3.0, False, C.NOT_REPRODUCED),  # not significant
+    (3.0, False, C.UNCONFIRMED),  # as large, but not significant: told, never invalid
+    (1.1, False, C.NOT_REPRODUCED),  # small and not significant
 ])
 def test_the_verdict_needs_a_significant_change_the_worse_way_of_half_the_detected(
         asked, head, significant, expected):
