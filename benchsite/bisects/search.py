@@ -16,10 +16,11 @@ the sign (one pair in four may not). It adds pairs of rounds in steps (1, 2, 4, 
    end is worse than the good one (differing, and by at least `min_change`) in two of
    them, the outcome is "not reproduced".
 2. Binary search. Each commit is compared with both ends and placed between them (0: like
-   the good end, 1: like the bad end, log scale); it is bad-like when both comparisons put it
-   at least halfway. Where they disagree it is measured again with fresh rounds
-   (`remeasures` times at most; then their mean decides). A commit that fails to build or
-   run is skipped (`git bisect skip`): the nearest untested commit is measured instead.
+   the good end, 1: like the bad end, log scale); it is bad-like when both comparisons put
+   it at least halfway (the good end's alone where it is more than a burst from halfway).
+   Where they disagree it is measured again with fresh rounds (`remeasures` times at most;
+   then their mean decides). A commit that fails to build or run is skipped (`git bisect
+   skip`): the nearest untested commit is measured instead.
 3. The last good-like and first bad-like commits are compared with each other with fresh
    rounds: a culprit when they differ in the regression's direction by at least half the
    original change (in log scale, as the halfway point). A final pair that does not (a burst
@@ -337,7 +338,9 @@ class Search:
                 break
             try:
                 good = log_change(self.fresh(0, position, from_good).change) / span
-                bad = 1 + log_change(self.fresh(self.n, position, from_bad).change) / span
+                # Beyond a burst's reach of halfway, the bad end could not tell otherwise.
+                bad = good if abs(good - 0.5) * span > self.burst else (
+                    1 + log_change(self.fresh(self.n, position, from_bad).change) / span)
             except Skip:
                 self.skipped.add(position)
                 self.verdicts[position] = SKIPPED
