@@ -99,6 +99,18 @@ def test_csv_quotes_names_a_spreadsheet_would_run(api, db):
     assert api.get("/api/v3/results").json()["results"][0]["model"] == formula
 
 
+def test_a_csv_streams_every_row_a_chunk_at_a_time(api, history, monkeypatch):
+    """Chunks of 3 rows after the last one read (rows sharing a timestamp too): every row
+    once, newest first, as the JSON lists them."""
+    from benchsite.results import api_query
+
+    monkeypatch.setattr(api_query, "CSV_CHUNK", 3)
+    response = api.get("/api/v3/results?format=csv")
+    ids = [int(row["id"]) for row in
+           csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))]
+    assert ids == [row["id"] for row in rows(api, "?limit=100")] and len(ids) == 8
+
+
 def test_results_query_count_does_not_grow_with_rows(api, history, django_assert_max_num_queries):
     with django_assert_max_num_queries(1):
         api.get("/api/v3/results?limit=100")
