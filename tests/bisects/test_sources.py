@@ -25,7 +25,8 @@ def test_a_commit_in_command_mode_builds_in_a_virtualenv_sharing_the_workers_pac
                       env={"USE_CPP": "0"})
     built = space.build(shas[0])
     assert built.checkout == tmp_path / "cache" / "worktrees" / shas[0]
-    assert (built.checkout / "demopkg" / "model.py").read_text() == demo._model(0)
+    model = (built.checkout / "demopkg" / "model.py").read_text()
+    assert model == demo._model(0, (1, demo.SLOWDOWN))
     assert built.env["USE_CPP"] == "0" and built.env["PYTHONPATH"].startswith(
         str(built.checkout))
     seen = subprocess.run(
