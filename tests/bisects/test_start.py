@@ -84,6 +84,10 @@ def test_the_api_needs_a_token_with_submit_jobs_its_repo_and_queue(
 
 @pytest.fixture
 def measured_regression(source):
+    return job_measured_regression()
+
+
+def job_measured_regression():
     """A regression whose results a job of the demo spec measured (nights 0-5, 3x slower
     from night 3)."""
     job = Job.objects.create(name="demo.yml", family="compilers", spec_yaml=demo.SPEC,

@@ -17,6 +17,7 @@ from runner import families
 from runner.engine.selection import select
 from runner.engine.specs import parse_yaml, read_spec
 from runner.sources import demo
+from tests.bisects.test_start import job_measured_regression
 from tests.regressions.factory import make_group, make_regression, record, sha, upload
 
 pytestmark = pytest.mark.django_db
@@ -48,16 +49,7 @@ def selected(spec_text: str, words: list[str]) -> list[str]:
 @pytest.fixture
 def measured(db):
     """A regression of demo/pkg whose first bad run a job of the demo spec measured."""
-    job = Job.objects.create(name="demo.yml", family="compilers", spec_yaml=demo.SPEC,
-                             queue="cpu", submitted_via="api", repo="demo/pkg",
-                             head_branch="main", head_sha=sha(3))
-    for night in range(6):
-        stored = upload(night, [record("demo_mlp", [1.0 if night < 3 else 3.0] * 3)],
-                        repo="demo/pkg")
-        if night == 3:
-            JobCell.objects.create(job=job, index=0, key=KEY, cell={"model": "demo"},
-                                   upload=stored.upload)
-    return make_regression(Series.objects.get(repo="demo/pkg"), 3, magnitude=2.0)
+    return job_measured_regression()
 
 
 def test_a_regressions_repro_runs_its_cell_at_both_ends_and_the_pair(client, measured):
