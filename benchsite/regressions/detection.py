@@ -48,6 +48,7 @@ from benchsite.comparison.history import History, recent
 from benchsite.comparison.outcomes import passes
 from benchsite.regressions.changes import recorded_changes
 from benchsite.regressions.detect import Detection, changepoint, hud_policy
+from benchsite.regressions.environment import coincide
 from benchsite.regressions.models import (
     AlertGroup,
     DetectionSettings,
@@ -55,6 +56,8 @@ from benchsite.regressions.models import (
     Regression,
     RegressionEvent,
 )
+from benchsite.results import environment_changes
+from benchsite.results.environment_changes import record_changes
 from benchsite.results.models import Result, Run, Series
 from runner.contract.status import STATUS_METRIC
 
@@ -314,6 +317,7 @@ def _save(records: list[Regression], branch: str) -> list[Regression]:
     for record in records:
         record.first_bad_sha = shas.get(record.first_bad_run_id, "")
         record.last_good_sha = shas.get(record.last_good_run_id, "")
+    coincide(records)
     try:
         with transaction.atomic():
             _group(records, branch)
@@ -459,6 +463,8 @@ def detect_runs(runs: Iterable[Run], settings: DetectionSettings | None = None,
     """Detection after an upload: for each of its runs on a default branch of its repo,
     the series it touched, their accuracy, and the metrics it stopped reporting."""
     settings = settings or DetectionSettings.load()
+    runs = list(runs)
+    record_changes(runs, settings.branches_for)  # first: a regression may coincide with one
     created: list[Regression] = []
     by_branch: defaultdict[tuple[str, str], set[int]] = defaultdict(set)
     oldest: dict[tuple[str, str], datetime] = {}
@@ -486,6 +492,7 @@ def detect_repo(repo: str, settings: DetectionSettings | None = None,
     settings = settings or DetectionSettings.load()
     ids = list(Series.objects.filter(repo=repo).order_by("pk").values_list("pk", flat=True))
     created: list[Regression] = []
+    environment_changes.rebuild(repo, settings.branches_for(repo))
     for branch in settings.branches_for(repo):
         for start in range(0, len(ids), chunk):
             created += detect_series(ids[start : start + chunk], branch, settings)

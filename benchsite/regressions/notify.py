@@ -47,6 +47,8 @@ group's member, or an ungrouped regression, then with "type": "regression"):
      "first_bad_at": "2025-11-07T03:00:00+00:00",
      "confirmation": "confirmed",       # null (not asked), confirmed, unconfirmed (the time
      "confirmation_note": "+12.3 %, p=0.002 (A/B try job 5)",  # limit), not_confirmable...
+     "environment_change": "torch 2.13.0.dev20261120 -> 2.13.0.dev20261121; cuda unchanged",
+                                        # or null: none on its device within its range
      "culprit": {"sha": "...", "subject": "...", "author": "...", "url": "...",
                  "bisect_url": "..."}}    # or null: one a bisect found before it was told
 
@@ -75,6 +77,7 @@ from benchsite import links
 from benchsite.regressions.groups import CHANGE_TEXTS, github_compare_url, summarize
 from benchsite.regressions.models import (
     AlertGroup,
+    DetectionSettings,
     NotificationTarget,
     Regression,
     SilenceAlert,
@@ -103,10 +106,15 @@ def notify_regressions(regressions: Sequence[Regression]) -> int:
     notified kind, each group once, and about ungrouped ones one by one, each once; returns
     how many items (groups and ungrouped regressions) were sent. A regression whose
     confirmation holds it (`held_until`), or that was not reproduced, is not told (nor
-    its group, for it): `regressions.confirmation` calls again once it is released."""
-    wanted = list(Regression.objects.filter(
+    its group, for it): `regressions.confirmation` calls again once it is released. One
+    that coincides with an environment change is told only with the detection setting
+    `notify_environment_changes` (the nightly report counts it apart either way)."""
+    wanted = Regression.objects.filter(
         pk__in=[r.pk for r in regressions], kind__in=Regression.NOTIFIED_KINDS,
-        held_until__isnull=True).exclude(confirmation=Regression.Confirmation.NOT_REPRODUCED))
+        held_until__isnull=True).exclude(confirmation=Regression.Confirmation.NOT_REPRODUCED)
+    if not DetectionSettings.load().notify_environment_changes:
+        wanted = wanted.filter(environment_change__isnull=True)
+    wanted = list(wanted)
     groups = _claim_groups({r.group_id for r in wanted if r.group_id is not None})
     ungrouped = _claim(Regression, [r for r in wanted if r.group_id is None])
     items = [*groups, *ungrouped]
@@ -147,7 +155,8 @@ def _claim_groups(ids: set[int]) -> list[AlertGroup]:
                 claimed.append(pk)
     if not claimed:
         return []
-    members = Prefetch("members", Regression.objects.select_related("series").order_by("pk"))
+    members = Prefetch("members", Regression.objects.select_related("series", "environment_change")
+                       .order_by("pk"))
     return list(AlertGroup.objects.filter(pk__in=claimed).prefetch_related(members)
                 .order_by("-first_bad_at", "-id"))
 
@@ -234,6 +243,8 @@ def _regression_item(regression: Regression) -> dict:
         "first_bad_at": regression.first_bad_at.isoformat(),
         "confirmation": regression.confirmation or None,
         "confirmation_note": regression.confirmation_note,
+        "environment_change": (regression.environment_change.summary
+                               if regression.environment_change_id else None),
         "culprit": ({**regression.culprit, "bisect_url": _url(regression.culprit["bisect_url"])}
                     if regression.culprit else None),
     }
@@ -277,6 +288,8 @@ def _line(item: dict) -> str:
 def _confirmed(item: dict) -> str:
     """A member's confirmation and culprit, as a line's end."""
     said = ""
+    if item.get("environment_change"):
+        said += f", environment: {item['environment_change']}"
     if item.get("confirmation"):
         note = item["confirmation_note"]
         said = f", {item['confirmation'].replace('_', ' ')}" + (f" ({note})" if note else "")

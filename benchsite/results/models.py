@@ -158,6 +158,11 @@ class Run(models.Model):
     runners = models.JSONField(default=list, blank=True)
     dependencies = models.JSONField(default=dict, blank=True)
     extra = models.JSONField(default=dict, blank=True)
+    environment = models.JSONField(
+        default=dict, blank=True, help_text="its fingerprint (results.environment): "
+        "dependencies, runtimes, GPU, CPU, driver... as name -> text")
+    environment_hash = models.CharField(max_length=64, blank=True,
+                                        help_text="of the fingerprint; blank: none known")
     upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="runs")
     result_count = models.PositiveIntegerField(default=0)
 
@@ -174,6 +179,33 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.repo}@{self.head_sha[:10]} {self.name} ({self.device})"
+
+
+class EnvironmentChange(models.Model):
+    """The environment of a job's runs on one device and branch changed between two
+    consecutive runs (by time): a new torch nightly, driver, CUDA, card...
+    (`results.environment`). Per job: two jobs on one machine may install different
+    packages, and their runs interleave."""
+
+    repo = models.CharField(max_length=255)
+    branch = models.CharField(max_length=255)
+    device = models.CharField(max_length=255, blank=True)
+    arch = models.CharField(max_length=255, blank=True)
+    name = models.CharField(max_length=255, blank=True, help_text="the runs' job name")
+    before_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    after_run = models.OneToOneField(Run, on_delete=models.CASCADE,
+                                     related_name="environment_change")
+    at = models.DateTimeField(help_text="the after run's time: the first run in it")
+    changes = models.JSONField(default=list, help_text="[{key, before, after}]")
+    summary = models.CharField(max_length=1000, help_text="what changed, as a line")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["repo", "branch", "device", "arch", "at"]),
+                   models.Index(fields=["repo", "branch", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.arch or self.device} {self.at:%Y-%m-%d}: {self.summary}"
 
 
 class Series(models.Model):

@@ -12,6 +12,7 @@ from typing import Any
 from runner.engine.machine_state import machine_state
 
 GB = 1024**3
+IMAGE_VARIABLE = "BENCH_IMAGE_DIGEST"
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,10 @@ class RunContext:
                     "platform": platform.platform(),
                     "python": platform.python_version(),
                     "machine_at_start": self.machine,
+                    # the container the worker runs in, when its deployment says (the
+                    # site's environment fingerprint tells images apart by it)
+                    **({"image_digest": image} if (image := os.environ.get(IMAGE_VARIABLE))
+                       else {}),
                 },
             }
         ]

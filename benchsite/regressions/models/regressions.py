@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from benchsite.comparison.directions import DIRECTIONS, Direction, directions_for
-from benchsite.results.models import Result, Run, Series
+from benchsite.results.models import EnvironmentChange, Result, Run, Series
 
 
 class Detector(models.TextChoices):
@@ -134,6 +134,10 @@ class Regression(models.Model):
         null=True, blank=True, editable=False,
         help_text="its notification waits for its confirmation (and the bisect a confirmation "
         "starts) until then at the latest; empty: not held")
+    environment_change = models.ForeignKey(
+        EnvironmentChange, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="regressions", help_text="a change of the runs' environment on its "
+        "device within its commit range (last good, first bad]: the likelier cause")
     culprit = models.JSONField(default=dict, blank=True, editable=False,
                                help_text="the culprit a bisect found: sha, subject, author, url, "
                                "bisect_url")
@@ -173,6 +177,13 @@ class Regression(models.Model):
             return ""
         shown = self.get_confirmation_display()
         return f"{shown} ({self.confirmation_note})" if self.confirmation_note else shown
+
+    @property
+    def environment_text(self) -> str:
+        """'environment: torch 2.13.0.dev20261120 -> ...' when it coincides with a change of
+        the runs' environment, else ''."""
+        change = self.environment_change
+        return f"environment: {change.summary}" if change is not None else ""
 
     @property
     def is_current(self) -> bool:

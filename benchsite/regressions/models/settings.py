@@ -98,6 +98,20 @@ class DetectionSettings(models.Model):
         default=False, help_text="a confirmed regression starts its bisect; wait: its "
         "notification waits for the culprit too (within the time limit)")
 
+    notify_environment_changes = models.BooleanField(
+        default=False, help_text="notify regressions whose change coincides with a change of "
+        "the runs' environment (a new torch nightly, driver, CUDA, card...); off: they are "
+        "told in the nightly report's own category and on the pages, not sent at once")
+    precision_days = models.PositiveIntegerField(
+        default=90, help_text="triage precision: the regressions raised in this many days "
+        "are scored by their triage (the regressions page's default window)")
+    precision_floor = models.FloatField(
+        default=0.7, help_text="triage precision: a benchmark below this share of valid "
+        "alerts is listed with the threshold that would have avoided its invalid ones")
+    precision_min_labels = models.PositiveIntegerField(
+        default=5, help_text="triage precision: labels a benchmark needs before it is "
+        "judged against the floor")
+
     class Meta:
         verbose_name = verbose_name_plural = "detection settings"
 

@@ -19,6 +19,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Model
 
 from benchsite.caching import ProcessCache
+from benchsite.results.environment import environment_fields
 from benchsite.results.ingest.normalize import Batch, ResultInfo, SeriesInfo
 from benchsite.results.ingest.summaries import summarize_batch
 from benchsite.results.models import Result, Run, Series, Upload
@@ -47,6 +48,7 @@ class Store:
                      run_attempt=run.run_attempt, job_id=run.job_id, name=run.name,
                      timestamp=moment(run.timestamp), device=run.device, arch=run.arch,
                      runners=run.runners, dependencies=run.dependencies, extra=run.extra,
+                     **environment_fields(run.runners, run.dependencies),
                      upload=upload) for run in new_runs],
                 ignore_conflicts=True,
             )
