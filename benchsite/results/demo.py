@@ -5,6 +5,9 @@ last two weeks, fused-kernel layers (GB/s per backend, as runner.kernels writes 
 Values follow simple models of each device with run-to-run noise, and a few changes are
 injected so the dashboards and detectors have something to find:
 
+- on night 30 the H100 machine gets a new torch nightly (ENVIRONMENT_NIGHT: its runs'
+  `dependencies` say so) and float8wo on it gets 6% slower (every shape): not a commit's
+  change but the environment's, which detection labels as such;
 - int8dq on H100 gets 12% slower from night 60 on (every shape);
 - float8dq-row on H100 gets 20% slower for M = 1024 only, from night 75 on;
 - int4wo-128 on A100 gets 8% faster from night 40 on;
@@ -137,14 +140,21 @@ LLM_METRICS = (("median_ttft_ms", "ms", 45.0), ("median_itl_ms", "ms", 12.0),
                ("requests_per_second", "req/s", 9.0), ("tokens_per_second", "tok/s", 2400.0))
 
 
+# The H100 machine's torch nightly before and from ENVIRONMENT_NIGHT on.
+ENVIRONMENT_NIGHT = 30
+TORCH_NIGHTLIES = ("2.13.0.dev20260928", "2.13.0.dev20260929")
+
+
 @dataclass(frozen=True)
 class Injected:
     """A change the demo injects (see the module's docstring): from which night, and the
-    series fields (exact, or a prefix for `model`) of the series that show it."""
+    series fields (exact, or a prefix for `model`) of the series that show it; whether the
+    runs' environment changed with it."""
 
     name: str
     night: int
     fields: tuple[tuple[str, str], ...]
+    environment: bool = False
 
     def shows_in(self, series) -> bool:
         """Whether a series (anything with the Series fields) is one of those changed."""
@@ -156,6 +166,9 @@ def injected(nights: int = DEMO.nights) -> list[Injected]:
     """The step changes and failures a history of `nights` nights holds (the outage and the
     one unhealthy night are not changes of a series' level)."""
     changes = [
+        Injected("torch nightly on H100: float8wo 6% slower", ENVIRONMENT_NIGHT,
+                 (("benchmark", QUANT_BENCHMARK), ("dtype", "float8wo"), ("arch", H100.arch)),
+                 environment=True),
         Injected("int8dq on H100 12% slower", 60,
                  (("benchmark", QUANT_BENCHMARK), ("dtype", "int8dq"), ("arch", H100.arch))),
         Injected("float8dq-row on H100 20% slower for M = 1024", 75,
@@ -242,7 +255,7 @@ def _quant_records(scale: Scale, device: Device, night: int, rng: random.Random,
         quant = (_latency_ms(device, m, k, n, compute, weight) * eager_penalty
                  * (1 + rng.gauss(0, device.noise)) * _quant_change(device, recipe, night, m))
         pairs = _pair_ratios(device, night, f"{mode} {recipe} {m}-{k}-{n}", pairs_rng)
-        records += _quant_cell(device, mode, recipe, (m, k, n), base, quant,
+        records += _quant_cell(device, night, mode, recipe, (m, k, n), base, quant,
                                _paired_speedup(base / quant, pairs))
     bad = device is scale.quant_devices[0] and night == bad_night
     for mode, (m, k, n) in itertools.product(scale.compile_modes, shapes):
@@ -251,12 +264,13 @@ def _quant_records(scale: Scale, device: Device, night: int, rng: random.Random,
         cell = f"{mode} {QUANT_BASELINE_RECIPE} {m}-{k}-{n}"
         speedup = (_paired_speedup(1.04, _pair_ratios(device, night, cell, pairs_rng)) if bad
                    else _baseline_speedup(device, night, cell, pairs_rng))
-        records += _quant_cell(device, mode, QUANT_BASELINE_RECIPE, (m, k, n), base, quant, speedup)
+        records += _quant_cell(device, night, mode, QUANT_BASELINE_RECIPE, (m, k, n), base,
+                               quant, speedup)
     return records
 
 
-def _quant_cell(device: Device, mode: str, recipe: str, shape: tuple[int, int, int],
-                base: float, quant: float, speedup: dict) -> list:
+def _quant_cell(device: Device, night: int, mode: str, recipe: str,
+                shape: tuple[int, int, int], base: float, quant: float, speedup: dict) -> list:
     m, k, n = shape
     memory = (2 * (m * k + m * n) + 2 * k * n * RECIPE_MODEL[recipe][1]) / 2**20
     common = {
@@ -265,7 +279,7 @@ def _quant_cell(device: Device, mode: str, recipe: str, shape: tuple[int, int, i
                                      "torch_compile_mode": mode}},
         "model": {"name": quant_model_name(recipe, f"{m}-{k}-{n}"), "type": QUANT_MODEL_TYPE,
                   "origins": list(QUANT_ORIGINS)},
-        **_environment(device),
+        **_environment(device, night),
     }
     return [{**common, "metric": metric} for metric in (
         speedup, _metric(QuantMetric.BASELINE_TIME, base, "ms"),
@@ -316,6 +330,8 @@ def _speedup_metric(ratios: list[float], name: str = QuantMetric.SPEEDUP) -> dic
 
 def _quant_change(device: Device, recipe: str, night: int, m: int) -> float:
     """Multiplier on the quantized latency on this night."""
+    if device is H100 and recipe == "float8wo" and night >= ENVIRONMENT_NIGHT:
+        return 1.06
     if device is H100 and recipe == "int8dq" and night >= 60:
         return 1.12
     if device is H100 and recipe == "float8dq-row" and night >= 75 and m == 1024:
@@ -352,7 +368,7 @@ def _compiler_records(scale: Scale, device: Device, night: int, rng: random.Rand
             "benchmark": {"name": COMPILERS_BENCHMARK, "mode": mode, "dtype": "amp",
                           "extra_info": {"device": "cuda", "arch": device.arch}},
             "model": {"name": model, "type": "model", "backend": backend, "origins": [suite]},
-            **_environment(device),
+            **_environment(device, night),
         }
         accuracy = "fail_accuracy" if failing else "pass"
         compile_s = 20 + 40 * _spread(model, 13) * (1 + rng.gauss(0, 0.05))
@@ -375,7 +391,7 @@ def _llm_records(scale: Scale, device: Device, night: int, rng: random.Random) -
                 "args": {"model": model, "tensor_parallel_size": tp, "max_num_seqs": 256,
                          "enable_prefix_caching": True}}},
             "model": {"name": model, "extra_info": {"tensor_parallel_size": tp}},
-            **_environment(device),
+            **_environment(device, night),
         }
         for metric, unit, typical in LLM_METRICS:
             factor = speed * tp ** 0.7
@@ -410,7 +426,7 @@ def _kernel_records(scale: Scale, device: Device, night: int, rng: random.Random
                                              "shape_name": f"{m}x{n}", "l2_flush": True}},
                 "model": {"name": kernel, "type": KERNELS_MODEL_TYPE, "backend": backend,
                           "origins": list(KERNELS_ORIGINS)},
-                **_environment(device),
+                **_environment(device, night),
             }
             metrics = [_metric(KernelMetric.LATENCY, latency, "ms"),
                        _metric(KernelMetric.BANDWIDTH, moved / latency / 1e6, "GB/s")]
@@ -468,11 +484,17 @@ def _instruction_records(scale: Scale, device: Device, night: int, rng: random.R
     return records
 
 
-def _environment(device: Device) -> dict:
+def _environment(device: Device, night: int) -> dict:
+    """The runner and packages of a GPU job: the H100 machine runs torch nightlies (a new
+    one from ENVIRONMENT_NIGHT on), the others a release."""
+    torch = ("2.13.0" if device is not H100
+             else TORCH_NIGHTLIES[night >= ENVIRONMENT_NIGHT])
+    runtime = {"hip": "6.4"} if device is MI300X else {"cuda": "12.8"}
     return {
         "runners": [{"name": "cuda" if device is not MI300X else "rocm", "type": device.arch,
                      "gpu_count": 1, "gpu_info": device.arch}],
-        "dependencies": {"torch": {"version": "2.13.0"}, "torchao": {"version": "0.18.0"}},
+        "dependencies": {"torch": {"version": torch, "extra_info": runtime},
+                         "torchao": {"version": "0.18.0"}},
     }
 
 

@@ -21,10 +21,14 @@ def test_each_injected_change_is_one_group_and_nothing_else_is_raised(capsys):
     call_command("demo_regressions", "--nights", "85")  # exits 1 on a miss (CommandError)
     out = capsys.readouterr().out
     assert "injected: int8dq on H100 12% slower (night 60): 1 group(s)" in out
+    assert ("    environment: torch 2.13.0.dev20260928 -> 2.13.0.dev20260929; cuda, gpu unchanged"
+            in out)
+    labelled = Regression.objects.filter(environment_change__isnull=False)
+    assert {(r.series.dtype, r.first_bad_sha) for r in labelled} == {("float8wo", sha(30))}
     assert (f"gate: python -m runner gate --server http://localhost:8000 --repo pytorch/ao "
             f"--base {sha(59)} --head {sha(60)}") in out  # to paste into the README's gate
     groups = AlertGroup.objects.all()
-    assert len(groups) == len(injected(85)) == 6  # at most 10
+    assert len(groups) == len(injected(85)) == 7  # at most 10
     night = {sha(n): n for n in range(85)}
     found = Counter()
     for r in Regression.objects.select_related("series"):
@@ -41,6 +45,7 @@ def test_each_injected_change_is_one_group_and_nothing_else_is_raised(capsys):
     assert set(int4wo) == {("int4wo-128", "A100-SXM4-80GB", "improvement", "changepoint", 40)}
     assert int4wo[next(iter(int4wo))] >= 36  # of 40, aligned to the group's night
     assert {key: n for key, n in found.items() if key[0] != "int4wo-128"} == {
+        ("float8wo", "H100", "regression", "changepoint", 30): 40,  # the torch nightly
         ("int8dq", "H100", "regression", "changepoint", 60): 40,  # speedup and time, 20 shapes
         ("float8dq-row", "H100", "regression", "changepoint", 75, "1024"): 20,
         ("amp", "H100", "regression", "changepoint", 70): 8,  # TorchInductor, huggingface
