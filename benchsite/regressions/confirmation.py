@@ -61,6 +61,13 @@ def request(regressions: Sequence[Regression]) -> list[Regression]:
             _not_confirmable(regression, f"a {regression.get_detector_display()} is not "
                                          "measured by an A/B try job")
             continue
+        if regression.environment_change_id is not None:
+            # Both commits measured today on one machine share its environment: the A/B
+            # would say "not reproduced" of a real change, and mark it a false positive.
+            _not_confirmable(regression, "it coincides with a change of the runs' "
+                                         "environment, which an A/B of its commits on one "
+                                         "machine does not reproduce")
+            continue
         if not regression.last_good_sha or regression.last_good_sha == regression.first_bad_sha:
             _not_confirmable(regression, "no last good commit before its first bad one")
             continue

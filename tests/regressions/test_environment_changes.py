@@ -4,7 +4,7 @@ only when the settings say so."""
 
 import pytest
 
-from benchsite.regressions import notify
+from benchsite.regressions import confirmation, notify
 from benchsite.regressions.detection import detect_repo, detect_runs
 from benchsite.regressions.models import DetectionSettings, NotificationTarget, Regression
 from benchsite.results import environment_changes
@@ -127,3 +127,17 @@ def test_environment_regressions_are_told_only_when_the_settings_say_so(stepped,
     members = {m["model"]: m for m in payload["items"][0]["members"]}  # one night's group
     assert members["bumped"]["environment_change"] == f"torch {OLD} -> {NEW}; cuda unchanged"
     assert members["a100"]["environment_change"] is None
+
+
+def test_an_environment_regression_is_not_sent_to_an_ab_try_job(stepped, monkeypatch):
+    """Both of its commits measured today share one environment: the try job would call a
+    real change "not reproduced" and mark it a false positive."""
+    queued = []
+    monkeypatch.setattr(confirmation, "_starter", lambda r: queued.append(r.pk) or "")
+    bumped, committed = stepped["bumped"], stepped["committed"]
+    assert confirmation.request([bumped, committed]) == [committed]
+    bumped.refresh_from_db()
+    assert queued == [committed.pk]
+    assert (bumped.confirmation, bumped.state) == (Regression.Confirmation.NOT_CONFIRMABLE,
+                                                   Regression.State.OPEN)
+    assert "environment" in bumped.confirmation_note
