@@ -15,6 +15,8 @@ urlpatterns = [
     path("v3/runs", api_query.RunList.as_view(), name="runs"),
     path("v3/runs/<int:pk>", api_query.RunDetail.as_view(), name="run"),
     path("v3/uploads/<int:pk>", api_query.UploadDetail.as_view(), name="upload"),
+    path("v3/environment-changes", api_query.EnvironmentChangeList.as_view(),
+         name="environment-changes"),
     path("v3/jobs", jobs.JobList.as_view(), name="api-jobs"),
     path("v3/jobs/<int:pk>", jobs.JobDetail.as_view(), name="api-job"),
     path("v3/jobs/<int:pk>/cancel", jobs.JobCancel.as_view(), name="api-job-cancel"),

@@ -1,4 +1,5 @@
-"""Query API: `GET /api/v3/results` (JSON pages or streamed CSV), runs and uploads."""
+"""Query API: `GET /api/v3/results` (JSON pages or streamed CSV), runs, uploads and the
+environment changes between runs."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from rest_framework.pagination import CursorPagination
 
 from benchsite import csvfile, dates
 from benchsite.access.repos import validate_repo
-from benchsite.results.models import Result, Run, Upload
+from benchsite.results.models import EnvironmentChange, Result, Run, Upload
 
 RESULT_FIELDS = {
     "id": "id",
@@ -206,7 +207,7 @@ class RunFilter(django_filters.FilterSet):
 
     class Meta:
         model = Run
-        fields = ["repo", "device", "arch", "upload"]
+        fields = ["repo", "device", "arch", "upload", "environment_hash"]
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -225,6 +226,38 @@ class RunList(generics.ListAPIView):
 class RunDetail(generics.RetrieveAPIView):
     queryset = Run.objects.all()
     serializer_class = RunSerializer
+
+
+class EnvironmentChangeFilter(django_filters.FilterSet):
+    repo = django_filters.CharFilter(validators=[validate_repo])
+    since = TimeFilter(field_name="at", lookup_expr="gte")
+    until = TimeFilter(field_name="at", lookup_expr="lt")
+
+    class Meta:
+        model = EnvironmentChange
+        fields = ["repo", "branch", "device", "arch", "name"]
+
+
+class EnvironmentChangeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = EnvironmentChange
+        fields = "__all__"
+
+
+class NewestChangeFirst(NewestFirst):
+    ordering = ("-at", "-id")
+
+
+@extend_schema_view(get=extend_schema(
+    summary="Environment changes",
+    description="Where the environment (`Run.environment`: packages, runtimes, GPU, driver...) "
+    "of a job's consecutive runs on one device and default branch changed: the runs on "
+    "either side, when, what changed (`changes`) and as a line (`summary`). Newest first."))
+class EnvironmentChangeList(generics.ListAPIView):
+    queryset = EnvironmentChange.objects.all()
+    serializer_class = EnvironmentChangeSerializer
+    filterset_class = EnvironmentChangeFilter
+    pagination_class = NewestChangeFirst
 
 
 class UploadSerializer(serializers.ModelSerializer):

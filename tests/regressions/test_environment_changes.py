@@ -141,3 +141,21 @@ def test_an_environment_regression_is_not_sent_to_an_ab_try_job(stepped, monkeyp
     assert (bumped.confirmation, bumped.state) == (Regression.Confirmation.NOT_CONFIRMABLE,
                                                    Regression.State.OPEN)
     assert "environment" in bumped.confirmation_note
+
+
+def test_the_api_lists_environment_changes_and_runs_by_fingerprint(db, client):
+    quiet = {"m": levels(6)}
+    store_nights(range(6), quiet, arch=H100, bump_at=3)
+    store_nights(range(6), quiet, arch=A100, job=1, bump_at=5)
+    answer = client.get("/api/v3/environment-changes?repo=pytorch/ao").json()
+    assert [(c["arch"], c["summary"]) for c in answer["results"]] == [
+        (A100, f"torch {OLD} -> {NEW}; cuda unchanged"),  # newest first
+        (H100, f"torch {OLD} -> {NEW}; cuda unchanged")]
+    [h100] = client.get(f"/api/v3/environment-changes?arch={H100}").json()["results"]
+    assert h100["changes"] == [{"key": "torch", "before": OLD, "after": NEW}]
+    after = Run.objects.get(pk=h100["after_run"])
+    runs = client.get(f"/api/v3/runs?environment_hash={after.environment_hash}").json()
+    assert sorted(r["timestamp"][:10] for r in runs["results"]) == sorted(
+        at(night).isoformat()[:10] for night in (3, 4, 5))
+    assert runs["results"][0]["environment"]["torch"] == NEW
+    assert client.get("/api/v3/environment-changes?since=yesterday").status_code == 400

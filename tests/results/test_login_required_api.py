@@ -10,7 +10,7 @@ from django.contrib.auth.models import Permission, User
 from tests.results.samples import META, record
 
 READS = ["/api/v3/results", "/api/v3/results?format=csv", "/api/v3/runs", "/api/v3/runs/1",
-         "/api/v3/uploads/1", "/api/v3/jobs", "/api/v3/jobs/1",
+         "/api/v3/uploads/1", "/api/v3/environment-changes", "/api/v3/jobs", "/api/v3/jobs/1",
          "/api/v3/compare?repo=pytorch/ao&base=a&head=b"]
 
 
