@@ -252,12 +252,12 @@ def _group_row(state: State, entry: dict) -> list:
 
 
 def build_group(state: State, pk: int) -> Page:
-    members = _members_query().select_related("environment_change")
+    loaded = _members_query().select_related("environment_change")
     group = get_object_or_404(
-        AlertGroup.objects.prefetch_related(Prefetch("members", members)), pk=pk)
+        AlertGroup.objects.prefetch_related(Prefetch("members", loaded)), pk=pk)
     entry = _entry(group, None, 0)
     summary = entry["summary"]
-    environment = shared_environment(summary.members)
+    environment = _shared_environment(summary.members)
     members = Table("members", COLUMNS, [_row(state, m) for m in summary.members])
     uniform = next(iter(summary.states)) if len(summary.states) == 1 else None
     reproduce = [repro.for_regression(member, state.request.build_absolute_uri)
@@ -274,7 +274,7 @@ def build_group(state: State, pk: int) -> Page:
     )
 
 
-def shared_environment(members: list[Regression]) -> dict | None:
+def _shared_environment(members: list[Regression]) -> dict | None:
     """The environment change most of a group's members coincide with (by its summary:
     each device and job records its own), when more than half do: its summary, how many
     members and the first runs in it; else None."""

@@ -97,6 +97,18 @@ def test_the_regression_chart_marks_the_change_on_its_device(client, history):
                                           f"environment: {SHOWN}")]  # not the A100's
 
 
+def test_jobs_on_one_machine_that_get_the_same_nightly_are_one_mark(client, history):
+    change = change_on(H100)
+    upload(H100_CHANGE, [with_torch(record("c", [1.0]), H100_CHANGE, H100_CHANGE)], job=1)
+    other = Run.objects.get(job_id=100 * H100_CHANGE + 1)
+    EnvironmentChange.objects.create(
+        repo=change.repo, branch=change.branch, device=change.device, arch=change.arch,
+        name="another job", before_run=change.before_run, after_run=other, at=other.timestamp,
+        changes=change.changes, summary=change.summary)
+    data = client.get(regression_of("a").get_absolute_url() + "?format=json").json()
+    assert [x for x, _ in marks(data["figures"][0])] == [at(H100_CHANGE).isoformat()]
+
+
 def test_the_trends_chart_marks_changes_of_the_device_it_shows(client, history):
     def figure(arch):
         answer = client.get("/trends/", {**WINDOW, "arch": arch, "format": "json"}).json()
