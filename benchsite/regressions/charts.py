@@ -19,6 +19,7 @@ from django.utils.html import escape
 from benchsite.comparison import outcomes
 from benchsite.regressions.groups import CHANGE_TEXTS
 from benchsite.regressions.models import Regression
+from benchsite.results import environment_marks
 from benchsite.results.models import Result, Series
 
 COLOURS = {
@@ -40,7 +41,8 @@ def series_chart_payload(series: Series, results: Iterable[Result],
     (a line; hover: value and commit), every repetition (faint markers; `repetitions=False`
     leaves them out), and for each regression (default: all of the series') the change
     point (a vertical line and a label), the commit range last good .. first bad (a shaded
-    span) and the baseline band (baseline +- noise before the change).
+    span) and the baseline band (baseline +- noise before the change); and the changes of
+    the environment on the series' device over the points (`environment_marks`).
 
     A series whose results are pass/fail outcomes (text, no numbers) is a strip of markers
     instead (`_outcome_strip`), with the same marks of its regressions.
@@ -52,7 +54,8 @@ def series_chart_payload(series: Series, results: Iterable[Result],
     if regressions is None:
         regressions = series.regressions.all()
     if is_pass_fail(results):
-        return _outcome_strip(series, results, regressions)
+        return _with_environment(series, results,
+                                 _outcome_strip(series, results, regressions))
     x = [result.timestamp.isoformat() for result in results]
     data = []
     if repetitions:
@@ -82,7 +85,18 @@ def series_chart_payload(series: Series, results: Iterable[Result],
         "margin": {"t": 60 + LABEL_ROW_PX * (rows - 1), "r": 20},
         "legend": {"orientation": "h"},
     }
-    return {"data": data, "layout": layout}
+    return _with_environment(series, results, {"data": data, "layout": layout})
+
+
+def _with_environment(series: Series, results: list[Result], figure: dict) -> dict:
+    """The figure with the environment changes of the results' branch on the series'
+    device between its first and its latest point marked."""
+    if len(results) < 2:
+        return figure
+    changes = environment_marks.changes_for(
+        series.repo, results[-1].run.head_branch, results[0].timestamp,
+        results[-1].timestamp, [series.arch], [series.device])
+    return environment_marks.mark(figure, changes, [series.arch])
 
 
 def is_pass_fail(results: list[Result]) -> bool:

@@ -207,6 +207,11 @@ class EnvironmentChange(models.Model):
     def __str__(self) -> str:
         return f"{self.arch or self.device} {self.at:%Y-%m-%d}: {self.summary}"
 
+    def as_json(self) -> dict:
+        """What the pages' JSON says of it: the runs as ids."""
+        return {"summary": self.summary, "changes": self.changes, "at": self.at.isoformat(),
+                "before_run": self.before_run_id, "after_run": self.after_run_id}
+
 
 class Series(models.Model):
     """One time series: what was measured, where, and which metric."""

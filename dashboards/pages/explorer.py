@@ -7,6 +7,7 @@ from django.db.models import OuterRef, Subquery
 from django.urls import reverse
 
 from benchsite.comparison.directions import metric_directions
+from benchsite.results import environment_marks
 from benchsite.results.models import Result, Series
 from dashboards import charts
 from dashboards.choices import series_options
@@ -106,7 +107,10 @@ def build(state: State) -> Page:
         points[row[0]].append(row[1:])
 
     names = _names(series)
-    figures = _charts(series, points, names)
+    changes = environment_marks.changes_for(
+        chosen["repo"], chosen["branch"], start, end, {item.arch for item in series},
+        {item.device for item in series})
+    figures = _charts(series, points, names, changes)
     return Page(
         title="Explorer",
         filters={**state.values, "start": start.isoformat(), "end": end.isoformat(),
@@ -155,18 +159,22 @@ def _most_changed(candidates: list[Series], in_range) -> list[Series]:
     return sorted(shown, key=candidates.index)
 
 
-def _charts(series, points, names) -> list[dict]:
+def _charts(series, points, names, changes) -> list[dict]:
+    """A chart per metric, with the environment changes on its series' devices."""
     by_metric: dict[str, list] = {}
+    archs: dict[str, set[str]] = {}
     for item in series:
         rows = points[item.pk]
+        archs.setdefault(item.metric, set()).add(item.arch)
         by_metric.setdefault(item.metric, []).append({
             "name": names[item.pk],
             "x": [row[0] for row in rows],
             "y": [row[1] for row in rows],
             "text": [short_sha(row[3]) + (f" {row[5][0]}" if row[5] else "") for row in rows],
         })
-    return [charts.lines(metric, lines, metric) for metric, lines in by_metric.items()
-            if any(line["x"] for line in lines)]
+    return [environment_marks.mark(charts.lines(metric, lines, metric), changes,
+                                   archs[metric])
+            for metric, lines in by_metric.items() if any(line["x"] for line in lines)]
 
 
 def _summary(series, points, names, threshold, benchmark) -> Table:

@@ -11,6 +11,7 @@ groups`): the worst is the most negative."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime, time, timedelta
 
 from django import forms
@@ -251,10 +252,12 @@ def _group_row(state: State, entry: dict) -> list:
 
 
 def build_group(state: State, pk: int) -> Page:
+    loaded = _members_query().select_related("environment_change")
     group = get_object_or_404(
-        AlertGroup.objects.prefetch_related(Prefetch("members", _members_query())), pk=pk)
+        AlertGroup.objects.prefetch_related(Prefetch("members", loaded)), pk=pk)
     entry = _entry(group, None, 0)
     summary = entry["summary"]
+    environment = _shared_environment(summary.members)
     members = Table("members", COLUMNS, [_row(state, m) for m in summary.members])
     uniform = next(iter(summary.states)) if len(summary.states) == 1 else None
     reproduce = [repro.for_regression(member, state.request.build_absolute_uri)
@@ -264,14 +267,30 @@ def build_group(state: State, pk: int) -> Page:
         tables=[members, Table("group", GROUP_COLUMNS, [_group_row(state, entry)]),
                 repro.table(reproduce)],
         context={"group": group, "entry": entry, "summary": summary, "repros": reproduce,
+                 "environment": environment,
                  "form": TriageForm(initial={"state": uniform}),
                  "can_triage": state.request.user.has_perm(TRIAGE_PERMISSION)},
+        data={"environment_change": environment},
     )
 
 
+def _shared_environment(members: list[Regression]) -> dict | None:
+    """The environment change most of a group's members coincide with (by its summary:
+    each device and job records its own), when more than half do: its summary, how many
+    members and the first runs in it; else None."""
+    changes = [m.environment_change for m in members if m.environment_change is not None]
+    counted = Counter(change.summary for change in changes).most_common(1)
+    if not counted or 2 * counted[0][1] <= len(members):
+        return None
+    summary, count = counted[0]
+    return {"summary": summary, "text": f"environment: {summary}", "members": count,
+            "of": len(members), "after_runs": sorted(
+                {change.after_run_id for change in changes if change.summary == summary})}
+
+
 def build_detail(state: State, pk: int) -> Page:
-    regression = get_object_or_404(Regression.objects.select_related("series", "group"),
-                                   pk=pk)
+    regression = get_object_or_404(
+        Regression.objects.select_related("series", "group", "environment_change"), pk=pk)
     series = regression.series
     # The history the regression was found in, as detection read it: its branch's runs
     # only (a bisect's `bisect/N`, a try job's or a pull request's runs of the same series
@@ -291,7 +310,8 @@ def build_detail(state: State, pk: int) -> Page:
     siblings, more = [], 0
     group = regression.group
     if group is not None:
-        others = _members_query().filter(group=group).exclude(pk=regression.pk)
+        others = (_members_query().select_related("environment_change")
+                  .filter(group=group).exclude(pk=regression.pk))
         siblings = [_member(m) for m in others[:SIBLINGS]]
         more = others.count() - len(siblings) if len(siblings) == SIBLINGS else 0
     links = _links(series.repo, regression.branch, regression.last_good_sha,
@@ -331,9 +351,11 @@ def build_detail(state: State, pk: int) -> Page:
                  "hud_status": _hud_status(regression), "evidence": _evidence(regression),
                  "change": change_text(regression), "group": group, "siblings": siblings,
                  "more_siblings": more, "links": links, "in_range": in_range,
-                 "repros": reproduce,
+                 "repros": reproduce, "environment_change": regression.environment_change,
                  "form": TriageForm(initial={"state": regression.state}),
                  "can_triage": state.request.user.has_perm(TRIAGE_PERMISSION)},
+        data={"environment_change": regression.environment_change.as_json()
+              if regression.environment_change else None},
     )
 
 

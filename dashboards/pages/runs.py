@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from benchsite.jobs.models import JobCell
-from benchsite.results.models import Result, Run
+from benchsite.results.models import EnvironmentChange, Result, Run
 from dashboards import families
 from dashboards.identity import DIMENSIONS, identity_columns
 from dashboards.pages.common import (
@@ -79,6 +79,14 @@ def speedup_stability(run: Run) -> dict[str, int]:
         unstable=Count("id", filter=Q(extra_info__unstable=True)))
 
 
+def environment_change(run: Run) -> EnvironmentChange | None:
+    """The change of environment the run is the first run after, with the run before it."""
+    return (EnvironmentChange.objects.filter(after_run=run)
+            .select_related("before_run").only(
+                "summary", "changes", "at", "after_run_id", "before_run__head_sha",
+                "before_run__timestamp").first())
+
+
 def build(state: State, pk: int) -> Page:
     run = get_object_or_404(Run, pk=pk)
     results = Result.objects.filter(run=run)
@@ -111,6 +119,7 @@ def build(state: State, pk: int) -> Page:
         table.links.append({"model": page_url(
             explorer, repo=run.repo, benchmark=series[0], model=series[1], metric=series[2],
             branch=run.head_branch, range="90d")})
+    change = environment_change(run)
     return Page(
         title=f"Run {run.pk}",
         filters={"run": run.pk, "benchmark": benchmark, "metric": metric, "model": model,
@@ -118,5 +127,8 @@ def build(state: State, pk: int) -> Page:
         tables=[table],
         context={"run": run, "links": links(run), "warnings": sanity_warnings(run),
                  "stability": speedup_stability(run), "state": state,
-                 "benchmarks": sorted({b for b, _ in kinds}), "metrics": metrics},
+                 "benchmarks": sorted({b for b, _ in kinds}), "metrics": metrics,
+                 "environment": sorted(run.environment.items()), "environment_change": change},
+        data={"environment": run.environment, "environment_hash": run.environment_hash,
+              "environment_change": change.as_json() if change else None},
     )

@@ -8,6 +8,7 @@ from datetime import UTC
 from django.db.models import Count, Sum
 from django.db.models.functions import Trunc
 
+from benchsite.results import environment_marks
 from benchsite.results.models import RunSummary
 from dashboards import charts
 from dashboards.choices import series_options, summary_choices
@@ -113,6 +114,8 @@ def build(state: State) -> Page:
         figures.append(_chart(f"Passrate by {lines}{on}", passes, buckets, "passrate (%)",
                               lambda row: 100 * row["passed"] / row["total"]
                               if row["total"] else None, "total"))
+    _mark_environment(figures, repo, chosen["branch"], start, end,
+                      [arch] if arch else sorted({row["arch"] for row in points + passes}))
     tables.append(_points_table(points, passes, lines))
     tables[-1].paged(state)  # a line's points per day over 90 days: hundreds of rows
     return Page(
@@ -121,6 +124,14 @@ def build(state: State) -> Page:
         tables=tables, figures=figures if points or passes else [],
         context={"form": form, "empty": not points and not passes},
     )
+
+
+def _mark_environment(figures, repo, branch, start, end, archs) -> None:
+    """Mark the environment changes on the charted devices (their arch in the label when
+    a line each)."""
+    changes = environment_marks.changes_for(repo, branch, start, end, archs)
+    for figure in figures:
+        environment_marks.mark(figure, changes, archs)
 
 
 def _aggregate(summaries, keys: tuple[str, ...], granularity: str, **totals) -> list[dict]:
