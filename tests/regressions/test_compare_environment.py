@@ -6,7 +6,7 @@ import pytest
 
 from benchsite.regressions.comparisons import compare_commits, recent_comparison
 from benchsite.results.models import Run
-from tests.regressions.factory import H100, record, sha, upload
+from tests.regressions.factory import H100, record, sha, upload, with_torch
 
 pytestmark = pytest.mark.django_db
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -14,14 +14,10 @@ A100 = "NVIDIA A100-SXM4-80GB"
 
 def measured(torch: str | None, arch: str = H100, job: str = "nightly",
              model: str = "int8dq-1024") -> dict:
-    """A record of a run with torch `torch` (built for CUDA 12.6) on a GPU `arch`; with no
-    torch (None), one whose run has no fingerprint."""
+    """A record of a job's run with torch `torch` on a GPU `arch`; with no torch (None),
+    one whose run has no fingerprint."""
     found = {**record(model, [1.0, 1.01, 0.99], arch=arch), "name": job}
-    if torch is not None:
-        found["runners"] = [{"name": "cuda", "type": arch, "gpu_info": arch,
-                             "extra_info": {"python": "3.11.9"}}]
-        found["dependencies"] = {"torch": {"version": torch, "extra_info": {"cuda": "12.6"}}}
-    return found
+    return found if torch is None else with_torch(found, torch, job)
 
 
 def environment(api, base: int, head: int, **filters: str) -> list[dict]:
