@@ -160,15 +160,10 @@ def _environment(entries: list[dict]) -> list[str]:
             (UNKNOWN, "Environment unknown", "No environment recorded with the runs: the "
              "gate cannot tell whether it moved with the code.")):
         listed = [f"- {_where(entry)}: {_text(entry['summary'].replace(' -> ', ' → '))}"
-                  for entry in entries if _state(entry) == state]
+                  for entry in entries if entry.get("state") == state]
         if listed:
             lines += [f"#### {title}", "", *([intro, ""] if intro else []), *listed, ""]
     return lines
-
-
-def _state(entry: dict) -> str:
-    """An environment entry's state (a server that sends `same` alone: same or changed)."""
-    return entry.get("state") or ("same" if entry.get("same") else CHANGED)
 
 
 def _where(entry: dict) -> str:
@@ -187,7 +182,7 @@ def environment_refusal(comparison: dict) -> str:
     for state, says in ((CHANGED, "the environment differs on"),
                         (UNKNOWN, "the environment is not known on")):
         devices = dict.fromkeys(entry.get("arch") or entry.get("device") or "?"
-                                for entry in entries if _state(entry) == state)
+                                for entry in entries if entry.get("state") == state)
         if devices:
             reasons.append(f"{says} {', '.join(devices)}")
     return "; ".join(reasons)

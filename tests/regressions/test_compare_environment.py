@@ -91,3 +91,27 @@ def test_the_kept_comparison_carries_its_environment():
     assert recent_comparison("pytorch/ao", sha(1)[:8], sha(2)) is kept
     assert [str(change) for change in kept.environment[0].changes] == [
         "torch 2.5.0 -> 2.6.0"]
+
+
+def test_the_page_shows_what_differs_above_the_table_or_says_it_is_the_same(client):
+    upload(1, [measured("2.5.0"), measured("2.5.0", arch=A100)])
+    upload(2, [measured("2.5.0"), measured("2.5.0", arch=A100)])
+    upload(3, [measured("2.6.0<b>"), measured("2.5.0", arch=A100)])
+
+    def page(base: int, head: int, query: str = "") -> str:
+        url = f"/compare/{sha(base)}...{sha(head)}?repo=pytorch/ao{query}"
+        return client.get(url).content.decode()
+
+    same = page(1, 2)
+    assert "Same environment on every device both commits ran on." in same
+    assert '<table data-table="environment">' not in same
+    changed = page(1, 3)
+    assert "Same environment" not in changed
+    section = changed.split('<table data-table="environment">', 1)[1].split("</table>")[0]
+    assert (f"<td>{H100}</td><td>nightly</td><td>torch 2.5.0 -&gt; 2.6.0&lt;b&gt;; cuda, "
+            "gpu unchanged</td>") in section
+    assert A100 not in section  # the same on the A100: not listed
+    assert changed.index('<table data-table="environment">') < changed.index(
+        '<table data-table="summary">')
+    # The device filter narrows it.
+    assert "Same environment on every device" in page(1, 3, f"&arch={A100}")
