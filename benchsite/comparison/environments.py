@@ -4,8 +4,8 @@ device: "is it the code, or did torch, the driver or the image move with it?".
 The runs of each commit are paired by job name where both commits have it (two jobs on one
 machine may install different packages: like is compared with like), else the newest run
 of each side. A device whose pairs all match is said once (job ""); one whose pairs differ
-gets an entry per differing job. A pair where a side has no fingerprint is "unknown", not
-"same": nothing known is nothing checked.
+gets an entry per differing job; a device that ran at one commit only, one entry. A pair
+where a side has no fingerprint is "unknown", not "same": nothing known is nothing checked.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from benchsite.results.models import Run
 SAME, CHANGED, UNKNOWN = "same", "changed", "unknown"
 BASE_ONLY, HEAD_ONLY = "base_only", "head_only"  # a device that ran at one commit only
 STATES = (SAME, CHANGED, UNKNOWN, BASE_ONLY, HEAD_ONLY)
-# What a check of "the same environment" cannot pass: a device ran at one commit only has
-# no series compared, so its environment moves no number.
+# What a check of "the same environment" cannot pass (a device that ran at one commit only
+# has no series compared: its environment moves no number).
 DIFFERS = (CHANGED, UNKNOWN)
 
 
@@ -32,7 +32,7 @@ class EnvironmentDiff:
 
     device: str
     arch: str
-    job: str  # the runs' job name; "" for every job of a device that is the same
+    job: str  # the runs' job name; "": every job (the same, or ran at one commit only)
     base_hash: str  # environment_hash; "": not known (or no run at that commit)
     head_hash: str
     same: bool
