@@ -14,7 +14,8 @@ fails at the head and not at the base (`judge.cell_status`); both are higher-is-
 (`outcomes.DIRECTION`), every other series as `directions` says. Raises `CannotCompare` for
 an unknown repo, an unknown or ambiguous commit. The series judged on their history's noise
 are held to a false discovery rate: `fdr` where given (a request's `?fdr=`), else the
-settings' `compare_fdr`.
+settings' `compare_fdr`. With them, per device, the environments of both commits' runs and
+what differs (`environments.between`: "did torch move with the code?"), one more query.
 
 The rules come from the caller (`Settings`: the detection settings,
 `regressions.DetectionSettings`, are one), and so do the changes detection recorded, where
@@ -37,8 +38,9 @@ import orjson
 from django.db.models.fields.json import KeyTextTransform
 
 from benchsite.caching import ProcessCache
-from benchsite.comparison import judge, outcomes, stored_baselines
+from benchsite.comparison import environments, judge, outcomes, stored_baselines
 from benchsite.comparison.directions import better_for
+from benchsite.comparison.environments import EnvironmentDiff
 from benchsite.comparison.history import History, recent
 from benchsite.comparison.judge import (
     IMPROVEMENT,
@@ -123,6 +125,8 @@ class Comparison:
     branches: list[str]  # the history's
     rows: list[Row]  # by state (regressions first, largest first), then the others
     fdr: float = Rules.fdr  # the false discovery rate its series were held to
+    # per device (and job where they differ): the base's and head's environments
+    environment: list[EnvironmentDiff] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -146,7 +150,8 @@ class Comparison:
         return orjson.dumps({"repo": self.repo, "base": self.base_sha, "head": self.head_sha,
                              "branches": self.branches, "fdr": self.fdr,
                              "verdict": self.verdict,
-                             "counts": self.counts, "rows": self.rows})
+                             "counts": self.counts, "environment": self.environment,
+                             "rows": self.rows})
 
 
 def resolve(repo: str, sha: str) -> str:
@@ -264,7 +269,9 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: Settings, change
                 for one, verdict in zip(judged, held, strict=True)]
     order = {state: position for position, state in enumerate(STATES)}
     compared.sort(key=lambda row: (order[row.state], -abs(row.change or 0), row.series_id))
-    return Comparison(repo, base_sha, head_sha, branches, compared, fdr)
+    environment = environments.between(repo, base_sha, head_sha, filters.get("device", ""),
+                                       filters.get("arch", ""))
+    return Comparison(repo, base_sha, head_sha, branches, compared, fdr, environment)
 
 
 def _results(repo: str, base_sha: str, head_sha: str, filters: dict[str, str]) -> Iterable:

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from benchsite.comparison import environments
 from benchsite.comparison.compare import FILTERS, CannotCompare
 from benchsite.comparison.judge import MAX_FDR, STATES, check_fdr
 from benchsite.regressions.comparisons import recent_comparison
@@ -55,6 +56,35 @@ class RowSerializer(serializers.Serializer):
     rule = serializers.CharField(help_text="which rule decided the state")
 
 
+class EnvironmentChangeSerializer(serializers.Serializer):
+    """Documents a change of an environment (`results.environment.Change`)."""
+
+    key = serializers.CharField(help_text="torch, cuda, driver, gpu, image, ...")
+    before = serializers.CharField(allow_null=True, help_text="null: absent at the base")
+    after = serializers.CharField(allow_null=True, help_text="null: absent at the head")
+
+
+class EnvironmentDiffSerializer(serializers.Serializer):
+    """Documents a device's environments (`environments.EnvironmentDiff`)."""
+
+    device = serializers.CharField()
+    arch = serializers.CharField()
+    job = serializers.CharField(
+        help_text="the runs' job name (jobs are compared with their own job); '' for every "
+        "job of a device that is the same, or one that ran at one commit only")
+    base_hash = serializers.CharField(
+        help_text="the base run's environment hash; '': unknown, or no run at the base")
+    head_hash = serializers.CharField(
+        help_text="the head run's environment hash; '': unknown, or no run at the head")
+    same = serializers.BooleanField(help_text="both known, and nothing differs")
+    state = serializers.ChoiceField(
+        environments.STATES, help_text="same; changed; unknown (a side has no fingerprint); "
+        "base_only, head_only (the device ran at one commit only: no series compared)")
+    changes = EnvironmentChangeSerializer(many=True)
+    summary = serializers.CharField(
+        help_text="e.g. 'torch 2.5.0 -> 2.6.0; cuda, driver unchanged', 'same environment'")
+
+
 class ComparisonSerializer(serializers.Serializer):
     repo = serializers.CharField()
     base = serializers.CharField()
@@ -66,6 +96,9 @@ class ComparisonSerializer(serializers.Serializer):
     verdict = serializers.CharField(
         help_text="regression, improvement, unchanged, or 'no common results'")
     counts = serializers.DictField(child=serializers.IntegerField())
+    environment = EnvironmentDiffSerializer(
+        many=True, help_text="per device (and arch): what differs between the environments "
+        "of the base's and the head's runs; an entry per job where they differ")
     rows = RowSerializer(many=True)
 
 
@@ -87,7 +120,12 @@ class Compare(APIView):
         "comparisons of many series more often. CI's gate (`python -m runner gate`) fails a "
         "pull request on `regression`, and asks for another run of the head where a "
         "regression held back as `noisy` has an `adjusted_p` within its looser --confirm "
-        "rate (`head_runs` counts the runs judged together).",
+        "rate (`head_runs` counts the runs judged together). `environment` says, per "
+        "device, what differs between the environments of the base's and the head's runs "
+        "(torch, CUDA, driver, GPU, image, ...: each run's fingerprint; runs paired by job "
+        "name): `state` `changed` lists the changes, `unknown` where a side has none "
+        "recorded; the device filters narrow it. The gate prints it and, with "
+        "--same-environment, cannot compare commits whose environments differ.",
         parameters=[OpenApiParameter(name, OpenApiTypes.STR, required=True)
                     for name in REQUIRED]
         + [OpenApiParameter(name, OpenApiTypes.STR, description="exact match")

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from benchsite.caching import ProcessCache
 from benchsite.comparison.compare import CannotCompare, Comparison
+from benchsite.comparison.environments import DIFFERS, SAME
 from benchsite.comparison.judge import (
     IMPROVEMENT,
     MAX_FDR,
@@ -58,6 +59,8 @@ def build(state: State, base: str, head: str) -> Page:
     shown, paging = paged(state, listed)
     series = _details(shown, repo, links=not state.csv)
     series.paging = paging
+    environment = [entry for entry in comparison.environment
+                   if not chosen["arch"] or entry.arch == chosen["arch"]]
     return Page(
         title=f"Compare {short_sha(base)}...{short_sha(head)}",
         filters={"repo": repo, "base": base, "head": head, **chosen, "status": status,
@@ -69,9 +72,19 @@ def build(state: State, base: str, head: str) -> Page:
         context={"comparison": comparison, "fdr": f"{comparison.fdr:.2%}".replace(".00%", "%"),
                  "fdr_param": state.values.get("fdr", ""), "runs": runs, "options": options,
                  "chosen": chosen, "statuses": STATES, "status": status, "repos": repos,
+                 **_environment(environment),
                  "base_links": [links(run) for run in runs[base]][:1],
                  "head_links": [links(run) for run in runs[head]][:1]},
     )
+
+
+def _environment(entries: list) -> dict:
+    """The devices (and jobs) whose environment differs, or is not known, between the
+    base's and the head's runs (the page's "Environment" table), and whether every device
+    both ran on has the same one (a line instead)."""
+    differ = [entry for entry in entries if entry.state in DIFFERS]
+    same = not differ and any(entry.state == SAME for entry in entries)
+    return {"environment": differ, "environment_same": same}
 
 
 def _fdr(state: State) -> float | None:

@@ -10,7 +10,8 @@ link to the comparison page) and exits with:
   2  usage or connection error (bad options, unreachable server, refused request)
   3  cannot compare: unknown repo, unknown, too short or ambiguous sha, or no series with
      results at both commits (the markdown says which): a gate that cannot judge never
-     passes
+     passes; with --same-environment, also where the environment of the base's and the
+     head's runs differs on some device, or is not known (or the server does not say)
   4  run again: no series fails, but some regressions the gate's false discovery rate
      held back as noise would fail at the looser rate --confirm (0.4 by default), and the
      head has fewer than --runs runs (3 by default): run the benchmarks at the head commit
@@ -23,6 +24,11 @@ link to the comparison page) and exits with:
 isolated change more often, and fails quiet comparisons of many series more often.
 Asking for another run instead keeps quiet comparisons passing and finds a lone 10 %
 regression at 2 % noise as often as a fixed 5 % rule does (`perf/gate_noise.py`).
+
+The summary lists the devices whose environment (torch, CUDA, driver, GPU, image, ...: each
+run's fingerprint, jobs compared with their own job) differs between the base's and the
+head's runs ("Environment changed"), or is not known: a change there may be the
+environment's, not the code's. --same-environment then refuses to judge (exit 3).
 
 Plain HTTP (urllib), no Django.
 """
@@ -52,6 +58,9 @@ MAX_FDR = 0.25  # the server's largest false discovery rate (judge.MAX_FDR)
 CONFIRM = 0.4
 RUNS = 3  # runs of the head after which the gate no longer asks for another
 TIMEOUT_S = 120
+# The server's environment states (comparison.environments) that --same-environment fails;
+# a device that ran at one commit only (base_only, head_only) has no series compared.
+CHANGED, UNKNOWN = "changed", "unknown"
 
 
 class GateError(Exception):
@@ -114,6 +123,7 @@ def markdown(comparison: dict, server: str, again: list[dict] | None = None,
     ]
     if comparison["verdict"] == NO_COMMON:
         lines += ["**Cannot compare:** no series has results at both commits.", ""]
+    lines += _environment(comparison.get("environment") or [])
     for state, title in (("regression", "Regressions"), ("improvement", "Improvements"),
                          ("changed", "Changes (direction unknown)")):
         lines += _section(title, [row for row in comparison["rows"] if row["state"] == state])
@@ -140,6 +150,42 @@ def _section(title: str, rows: list[dict], limit: int = MAX_ROWS, intro: str = "
     more = [f"… and {len(rows) - limit} more"] if len(rows) > limit else []
     return [f"#### {title}", "", *([intro, ""] if intro else []), *_table(rows[:limit]),
             *more, ""]
+
+
+def _environment(entries: list[dict]) -> list[str]:
+    """A line per device (and job) whose environment changed, then those not known."""
+    lines = []
+    for state, title, intro in (
+            (CHANGED, "Environment changed", ""),
+            (UNKNOWN, "Environment unknown", "No environment recorded with the runs: the "
+             "gate cannot tell whether it moved with the code.")):
+        listed = [f"- {_where(entry)}: {_text(entry['summary'].replace(' -> ', ' → '))}"
+                  for entry in entries if entry.get("state") == state]
+        if listed:
+            lines += [f"#### {title}", "", *([intro, ""] if intro else []), *listed, ""]
+    return lines
+
+
+def _where(entry: dict) -> str:
+    """The device of an environment entry, with its job where it has one."""
+    device = _text(entry.get("arch") or entry.get("device") or "?")
+    return f"{device} (job {_text(entry['job'])})" if entry.get("job") else device
+
+
+def environment_refusal(comparison: dict) -> str:
+    """Why --same-environment cannot pass this comparison ("" when it can): the devices
+    whose environment differs or is not known, or a server that does not report them."""
+    entries = comparison.get("environment")
+    if not isinstance(entries, list):
+        return "the server did not report the runs' environments"
+    reasons = []
+    for state, says in ((CHANGED, "the environment differs on"),
+                        (UNKNOWN, "the environment is not known on")):
+        devices = dict.fromkeys(entry.get("arch") or entry.get("device") or "?"
+                                for entry in entries if entry.get("state") == state)
+        if devices:
+            reasons.append(f"{says} {', '.join(devices)}")
+    return "; ".join(reasons)
 
 
 def _table(rows: list[dict]) -> list[str]:
@@ -200,6 +246,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--runs", type=_runs, default=RUNS, metavar="N",
                         help="runs of the head after which the gate stops asking for another "
                         f"(default: {RUNS}; 1: judge one run as it stands, never exit 4)")
+    parser.add_argument("--same-environment", action="store_true",
+                        help="exit 3 (cannot compare) when the environment of the base's and "
+                        "the head's runs differs on some device, or is not known")
     for name in FILTERS:
         parser.add_argument(f"--{name}", help=f"only this {name} (exact)")
     parser.set_defaults(func=run)
@@ -251,6 +300,11 @@ def run(args: argparse.Namespace) -> int:
     print(markdown(comparison, args.server, again, args.confirm), end="")
     if comparison["verdict"] == NO_COMMON:
         print("error: cannot compare: no series has results at both commits", file=sys.stderr)
+        return CANNOT_COMPARE
+    refusal = environment_refusal(comparison) if args.same_environment else ""
+    if refusal:
+        print(f"**Cannot compare** (--same-environment): {_text(refusal)}.")
+        print(f"error: cannot compare: {refusal}", file=sys.stderr)
         return CANNOT_COMPARE
     return FAIL if failing else RUN_AGAIN if again else PASS
 

@@ -36,6 +36,16 @@ def record(model: str, values: list[float], metric: tuple[str, str] = TIME,
     }
 
 
+def with_torch(found: dict, torch: str, job: str = "nightly") -> dict:
+    """A record of `job` whose run has an environment: torch `torch` (built for CUDA 12.6)
+    on its GPU, Python 3.11."""
+    arch = found["runners"][0]["type"]
+    return {**found, "name": job,
+            "runners": [{"name": "cuda", "type": arch, "gpu_info": arch,
+                         "extra_info": {"python": "3.11.9"}}],
+            "dependencies": {"torch": {"version": torch, "extra_info": {"cuda": "12.6"}}}}
+
+
 def upload(night: int, records: list[dict], repo: str = "pytorch/ao",
            job: int = 0, branch: str = "main", head_sha: str | None = None) -> Stored:
     metadata = {"repo": repo, "head_branch": branch, "head_sha": head_sha or sha(night),

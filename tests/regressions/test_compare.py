@@ -49,8 +49,8 @@ def test_without_history_repetitions_decide_or_it_is_insufficient_data(
         two_commits, django_assert_max_num_queries):
     DetectionSettings.load()  # made on first use
     # settings (3), sha checks (4), results, their runs, stored baselines, history, changes,
-    # directions: a fixed number, never one per series
-    with django_assert_max_num_queries(13):
+    # directions, the runs' environments: a fixed number, never one per series
+    with django_assert_max_num_queries(14):
         comparison = compare_commits("pytorch/ao", sha(1), sha(2))
     state = {row.model: row.state for row in comparison.rows}
     assert state == {

@@ -1,11 +1,16 @@
 """`python -m runner gate` against a live server."""
 
+import json
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from benchsite.comparison import environments
+from runner.cli import gate as gate_module
 from runner.cli import main
-from tests.regressions.factory import record, sha, upload
+from tests.regressions.factory import H100, record, sha, upload, with_torch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HOSTILE = "<img src=x onerror=alert(1)>|`x`"
@@ -125,3 +130,92 @@ def test_a_cell_that_crashes_at_the_head_fails_the_gate(live_server, capsys):
     assert "1 regression, 0 improvement, 0 changed, 0 noisy, 0 insufficient data, 0 new, " \
            "1 missing" in out  # (its time: missing alone fails no gate)
     assert gate(live_server.url, 6, 7) == 0  # failing at both: not the head's doing
+
+
+@pytest.fixture
+def torch_bump():
+    """Nights 1 and 2 on torch 2.5.0, the same numbers on torch 2.6.0 at night 3, and a
+    regression on torch 2.5.0 at night 4."""
+    def night(values: list[float], torch: str) -> list[dict]:
+        return [with_torch(record("steady", values), torch)]
+
+    upload(1, night([1.0, 1.01, 0.99, 1.0, 1.0], "2.5.0"))
+    upload(2, night([1.0, 1.0, 1.01, 0.99, 1.0], "2.5.0"))
+    upload(3, night([1.0, 1.01, 0.99, 1.0, 1.0], "2.6.0"))
+    upload(4, night([1.3, 1.31, 1.29, 1.3, 1.3], "2.5.0"))
+
+
+def test_the_environment_diff_is_printed_and_same_environment_refuses_it(
+        live_server, torch_bump, capsys):
+    assert gate(live_server.url, 1, 3) == 0  # without the option: printed only
+    out = capsys.readouterr().out
+    section = out.split("#### Environment changed\n\n", 1)[1]
+    assert section.startswith(f"- {H100} (job nightly): torch 2.5.0 → 2.6.0; cuda, gpu "
+                              "unchanged\n")
+    assert gate(live_server.url, 1, 3, "--same-environment") == 3
+    captured = capsys.readouterr()
+    assert "#### Environment changed" in captured.out  # printed before refusing
+    assert f"**Cannot compare** (--same-environment): the environment differs on {H100}." \
+        in captured.out
+    assert captured.err == f"error: cannot compare: the environment differs on {H100}\n"
+
+
+def test_the_same_environment_judges_as_usual(live_server, torch_bump, capsys):
+    assert gate(live_server.url, 1, 2, "--same-environment") == 0
+    assert gate(live_server.url, 2, 4, "--same-environment") == 1  # a regression
+    out = capsys.readouterr().out
+    assert "Environment" not in out and "**Verdict: regression**" in out
+
+
+def test_an_unknown_environment_is_said_and_cannot_pass_same_environment(
+        live_server, commits, capsys):
+    assert gate(live_server.url, 11, 12) == 0  # (records without an environment)
+    out = capsys.readouterr().out
+    assert "#### Environment unknown" in out and f"- {H100} (job nightly): environment unknown " \
+        "at both commits" in out
+    assert gate(live_server.url, 11, 12, "--same-environment") == 3
+    assert capsys.readouterr().err == \
+        f"error: cannot compare: the environment is not known on {H100}\n"
+
+
+class _OlderServer(ThreadingHTTPServer):
+    """A server whose comparisons have no `environment` (before it was reported)."""
+
+    answer = {"repo": "pytorch/ao", "base": "a" * 40, "head": "b" * 40, "branches": ["main"],
+              "fdr": 0.005, "verdict": "unchanged", "counts": {"unchanged": 1},
+              "rows": [{"state": "unchanged"}]}
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _Answer)
+
+
+class _Answer(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps(self.server.answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_server_that_does_not_report_environments_cannot_pass_same_environment(capsys):
+    server = _OlderServer()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert gate(url, 1, 2) == 0
+        assert "Environment" not in capsys.readouterr().out
+        assert gate(url, 1, 2, "--same-environment") == 3
+        assert capsys.readouterr().err == ("error: cannot compare: the server did not report "
+                                           "the runs' environments\n")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_gate_knows_the_servers_environment_states():
+    assert {gate_module.CHANGED, gate_module.UNKNOWN} == set(environments.DIFFERS)
