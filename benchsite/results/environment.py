@@ -63,9 +63,6 @@ def fingerprint(runners: Any, dependencies: Any) -> dict[str, str]:
     runner = runners[0] if isinstance(runners, list) and runners else {}
     if isinstance(runner, dict):
         _take(found, runner, RUNNER_FIELDS)
-        kind = _text(runner.get("type"))  # the arch: said once, where no model says it
-        if kind and kind not in (found.get("gpu"), found.get("cpu")):
-            found["runner"] = kind
         extra = runner.get("extra_info")
         if isinstance(extra, dict):
             _take(found, extra, RUNNER_EXTRA_FIELDS)
