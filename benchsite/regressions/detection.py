@@ -48,7 +48,7 @@ from benchsite.comparison.history import History, recent
 from benchsite.comparison.outcomes import passes
 from benchsite.regressions.changes import recorded_changes
 from benchsite.regressions.detect import Detection, changepoint, hud_policy
-from benchsite.regressions.environment import coincide
+from benchsite.regressions.environment import coincide, relabel
 from benchsite.regressions.models import (
     AlertGroup,
     DetectionSettings,
@@ -493,6 +493,7 @@ def detect_repo(repo: str, settings: DetectionSettings | None = None,
     ids = list(Series.objects.filter(repo=repo).order_by("pk").values_list("pk", flat=True))
     created: list[Regression] = []
     environment_changes.rebuild(repo, settings.branches_for(repo))
+    relabel(repo, settings.branches_for(repo))
     for branch in settings.branches_for(repo):
         for start in range(0, len(ids), chunk):
             created += detect_series(ids[start : start + chunk], branch, settings)

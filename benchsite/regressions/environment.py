@@ -30,3 +30,17 @@ def coincide(records: list[Regression]) -> None:
             exact = [c for c in inside if c.after_run_id == record.first_bad_run_id]
             chosen = (exact or inside or [None])[0]
             record.environment_change = chosen
+
+
+def relabel(repo: str, branches: list[str]) -> int:
+    """Label again the stored regressions of a repo's branches (after `rebuild`: changes
+    recorded since they were raised, or gone); returns how many changed."""
+    records = list(Regression.objects.filter(series__repo=repo, branch__in=branches,
+                                             last_good_at__isnull=False)
+                   .select_related("series"))
+    before = {record.pk: record.environment_change_id for record in records}
+    coincide(records)
+    changed = [record for record in records
+               if record.environment_change_id != before[record.pk]]
+    Regression.objects.bulk_update(changed, ["environment_change"], batch_size=1000)
+    return len(changed)

@@ -8,7 +8,7 @@ that lands between two others replaces the change between them by its own two.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
 from django.db.models import Q
@@ -87,27 +87,40 @@ def in_range(repo: str, branch: str, start: datetime | None, end: datetime,
 
 
 def rebuild(repo: str, branches: Iterable[str]) -> int:
-    """Record again every environment change of a repo's branches from its runs (after a
-    migration, or runs deleted); returns how many there are. One pass, in bulk."""
+    """Make a repo's recorded environment changes on these branches what its stored runs
+    say (after a migration, or runs deleted), keeping the rows that are right (regressions
+    point at them); returns how many there are. One pass over the runs, in bulk."""
     branches = list(branches)
-    EnvironmentChange.objects.filter(repo=repo, branch__in=branches).delete()
+    wanted = {change.after_run_id: change for change in _from_runs(repo, branches)}
+    kept = set()
+    for pk, after, before in EnvironmentChange.objects.filter(
+            repo=repo, branch__in=branches).values_list("pk", "after_run_id", "before_run_id"):
+        if after in wanted and wanted[after].before_run_id == before:
+            kept.add(after)
+        else:
+            EnvironmentChange.objects.filter(pk=pk).delete()
+    EnvironmentChange.objects.bulk_create(
+        [change for after, change in wanted.items() if after not in kept], batch_size=1000)
+    return len(wanted)
+
+
+def _from_runs(repo: str, branches: list[str]) -> Iterator[EnvironmentChange]:
+    """The changes between consecutive runs of each job and device (unsaved)."""
     runs = (Run.objects.filter(repo=repo, head_branch__in=branches)
             .exclude(environment_hash="")
             .order_by("head_branch", "device", "arch", "name", "timestamp", "pk")
             .only("pk", "head_branch", "device", "arch", "name", "timestamp", "environment",
                   "environment_hash"))
-    made, before = [], None
+    before = None
     for run in runs.iterator(chunk_size=2000):
         stream = (run.head_branch, run.device, run.arch, run.name)
         if before is not None and before[0] == stream and before[1].environment_hash != (
                 run.environment_hash):
             changes = changes_between(before[1].environment, run.environment)
             if changes:
-                made.append(EnvironmentChange(
+                yield EnvironmentChange(
                     repo=repo, branch=run.head_branch, device=run.device, arch=run.arch,
                     name=run.name, before_run=before[1], after_run=run, at=run.timestamp,
                     changes=[change.as_json() for change in changes],
-                    summary=describe(changes, before[1].environment, run.environment)[:1000]))
+                    summary=describe(changes, before[1].environment, run.environment)[:1000])
         before = (stream, run)
-    EnvironmentChange.objects.bulk_create(made, batch_size=1000)
-    return len(made)

@@ -160,3 +160,20 @@ def test_the_api_lists_environment_changes_and_runs_by_fingerprint(db, client):
         at(night).isoformat()[:10] for night in (3, 4, 5))
     assert runs["results"][0]["environment"]["torch"] == NEW
     assert client.get("/api/v3/environment-changes?since=yesterday").status_code == 400
+
+
+def test_detection_over_the_history_again_keeps_the_changes_and_labels(stepped):
+    bumped = stepped["bumped"]
+    changes = set(EnvironmentChange.objects.values_list("pk", flat=True))
+    detect_repo("pytorch/ao")  # e.g. after a settings change
+    assert set(EnvironmentChange.objects.values_list("pk", flat=True)) == changes
+    bumped.refresh_from_db()
+    assert bumped.environment_change_id in changes
+    # Stored before environments were known (an upgrade): recorded and labelled again.
+    EnvironmentChange.objects.all().delete()
+    bumped.refresh_from_db()
+    assert bumped.environment_change_id is None
+    detect_repo("pytorch/ao")
+    bumped.refresh_from_db()
+    assert bumped.environment_text == f"environment: torch {OLD} -> {NEW}; cuda unchanged"
+    assert Regression.objects.filter(environment_change__isnull=False).count() == 1
