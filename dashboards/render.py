@@ -141,6 +141,7 @@ class Page:
     tables: list[Table] = field(default_factory=list)
     figures: list[dict[str, Any]] = field(default_factory=list)  # plotly figure JSON
     context: dict[str, Any] = field(default_factory=dict)  # template-only extras
+    data: dict[str, Any] = field(default_factory=dict)  # more of the JSON, beside the tables
 
     def charts(self) -> list[tuple[str, dict[str, Any]]]:
         return [(f"figure-{number}", figure) for number, figure in enumerate(self.figures)]
@@ -151,7 +152,7 @@ def respond(request, template: str, page: Page) -> HttpResponse:
     if output == "json":
         return JsonResponse({"title": page.title, "filters": page.filters,
                              "tables": [table.as_json() for table in page.tables],
-                             "figures": page.figures})
+                             "figures": page.figures, **page.data})
     if output == "csv":
         return _csv(request, page)
     return render(request, template, {"page": page, **page.context})
