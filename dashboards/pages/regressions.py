@@ -62,11 +62,12 @@ SIBLINGS = 50  # other members of its group listed on a regression's page
 TREND_BEFORE, TREND_AFTER = timedelta(days=30), timedelta(days=14)
 NUMERIC = (Detector.CHANGEPOINT, Detector.HUD_POLICY)
 ACCURACY = "accuracy"  # a metric the trends page shows as a passrate, not a geomean
-# "change": the magnitude as shown ("+12.3 %", "pass → fail", "present → absent")
+# "change": the magnitude as shown ("+12.3 %", "pass → fail", "present → absent");
+# "environment": the change of the runs' environment it coincides with ("environment: ...")
 COLUMNS = ["id", "url", "state", "kind", "detector", "repo", "benchmark", "model", "backend",
            "mode", "dtype", "device", "arch", "metric", "direction", "magnitude", "change",
-           "baseline", "value", "confidence", "last_good_sha", "first_bad_sha", "first_bad_at",
-           "created_at", "branch", "group", "environment"]
+           "environment", "baseline", "value", "confidence", "last_good_sha", "first_bad_sha",
+           "first_bad_at", "created_at", "branch", "group"]
 # "detected_at": the earliest detection of a member (the home page's "detected")
 GROUP_COLUMNS = ["group", "url", "repo", "branch", "state", "last_good_sha", "first_bad_sha",
                  "first_bad_at", "detected_at", "members", "regressions", "improvements",
@@ -256,11 +257,11 @@ def _row(state: State, regression: Regression) -> list:
             regression.state, regression.kind, regression.detector, series.repo,
             series.benchmark, series.model, series.backend, series.mode, series.dtype,
             series.device, series.arch, series.metric, regression.direction,
-            regression.magnitude, change_text(regression), regression.baseline,
-            regression.value, regression.confidence,
+            regression.magnitude, change_text(regression), regression.environment_text or None,
+            regression.baseline, regression.value, regression.confidence,
             regression.last_good_sha, regression.first_bad_sha,
             regression.first_bad_at.isoformat(), regression.created_at.isoformat(),
-            regression.branch, regression.group_id, regression.environment_text or None]
+            regression.branch, regression.group_id]
 
 
 def _group_row(state: State, entry: dict) -> list:
