@@ -239,13 +239,17 @@ def suggest(found: QuerySet[Regression], benchmarks: list[tuple[str, str]],
         benchmark for _, benchmark in wanted}).filter(VALID | INVALID).order_by()
         .values_list("series__repo", "series__benchmark", "series__metric", "detector",
                      "magnitude", "state"))
+    patterns: dict[tuple[str, str], str] = {}  # (metric, benchmark) -> its threshold's
     # (repo, benchmark, pattern) -> [(metric, detector, |magnitude|, valid)]
     groups: defaultdict[tuple[str, str, str], list] = defaultdict(list)
     for repo, benchmark, metric, detector, magnitude, state in labelled:
-        if (repo, benchmark) in wanted:
+        if (repo, benchmark) not in wanted:
+            continue
+        if (metric, benchmark) not in patterns:
             row = settings.threshold_for(metric, benchmark)
-            groups[repo, benchmark, row.metric if row else metric].append(
-                (metric, detector, abs(magnitude), state in VALID_STATES))
+            patterns[metric, benchmark] = row.metric if row else metric
+        groups[repo, benchmark, patterns[metric, benchmark]].append(
+            (metric, detector, abs(magnitude), state in VALID_STATES))
     suggestions: defaultdict[tuple[str, str], list[Suggestion]] = defaultdict(list)
     for (repo, benchmark, pattern), labels in sorted(groups.items()):
         suggestion = _suggestion(repo, benchmark, pattern, labels, settings)
