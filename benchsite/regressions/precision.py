@@ -269,7 +269,7 @@ def _suggestion(repo: str, benchmark: str, pattern: str, labels: list,
     current = {detector: getattr(settings, THRESHOLDED[detector])(metric, benchmark)
                for detector in sorted({detector for _, detector, _ in invalid})}
     if threshold <= min(current.values()):
-        return None  # raised above the threshold in force anyway: no threshold avoids them
+        return None  # smaller than the threshold in force already: it did not avoid them
     missed = sum(1 for _, _, size, valid in labels if valid and size <= threshold)
     return Suggestion(repo, benchmark, pattern, threshold, current, len(invalid), missed)
 

@@ -421,7 +421,7 @@ def _md_precision(precision: Precision) -> list[str]:
     below = precision.floor_rows()
     if below:
         lines += ["", f"Under {precision.floor_text} precision "
-                      f"({precision.min_labels}+ labels):"]
+                      f"({precision.min_labels}+ labels):", ""]
     for row in below:
         said = "; ".join(s.text for s in row["suggestions"]) or "no threshold change avoids " \
             "its invalid alerts"
