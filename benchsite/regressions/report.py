@@ -5,13 +5,18 @@ sent to the notification targets once.
 
 A series' state, the first that applies:
 
-- "regression" / "improvement": a record of that kind (any detector) was raised for it that
-  day (its `detected_at`, the time of the newest point when it was raised, falls on the day;
-  its creation time where it has none). A record of unknown direction ("change") or one the
-  HUD policy raised as "suspicious" counts as suspicious. A record its A/B try job did not
-  reproduce (`regressions.confirmation`) is not counted.
-- "suspicious": nothing raised, but the HUD policy's verdict on its points since its latest
-  recorded change (`changes.recorded_changes`: change-point records, false positives
+- "regression": a record of that kind (any detector), coinciding with no environment
+  change, was raised for it that day (its `detected_at`, the time of the newest point when
+  it was raised, falls on the day; its creation time where it has none). A record its A/B
+  try job did not reproduce (`regressions.confirmation`) is not counted.
+- "environment": a record raised that day (of any kind) coincides with a change of the
+  runs' environment (`Regression.environment_change`: a new torch nightly, driver...): the
+  likelier cause, told apart from the code's regressions and improvements.
+- "suspicious": a record of unknown direction ("change") or one the HUD policy raised as
+  "suspicious" was raised for it that day.
+- "improvement": a record of that kind was raised for it that day.
+- "suspicious" too: nothing raised, but the HUD policy's verdict on its points since its
+  latest recorded change (`changes.recorded_changes`: change-point records, false positives
   excluded) up to the end of the day is "regression" or "suspicious": a change raised on
   an earlier night is not suspicious again, a new change on top of it is. Too few points
   since the change for the HUD's windows is no regression (unless the next rule applies).
@@ -24,6 +29,12 @@ The series counted are those with results in the day's runs of the repo and bran
 that day (a metric a run stopped reporting is a regression of the night without a result).
 A series with only text results that day (accuracy) has no numeric history: it is a
 regression when the accuracy check raised one, else no regression.
+
+Beside the counts, the report lists the day's environment changes of its repo and branch
+(`results.EnvironmentChange`) and the triage precision of the alerts raised in the
+`precision_days` up to its day (`regressions.precision`: per detector, and the benchmarks
+under the floor with a threshold that would have avoided their invalid alerts); both are
+read when the report is shown or sent, so the precision counts the latest triage.
 
 A report with a record of its day still held for its confirmation (`held_until`) waits:
 built, not sent, and built again and sent (`send_waiting`) once none is held.
@@ -63,16 +74,19 @@ from benchsite.regressions.models import (
     NotificationTarget,
     Regression,
 )
-from benchsite.results.models import Result, Run, Series
+from benchsite.regressions.precision import Precision, triage_precision
+from benchsite.results.models import EnvironmentChange, Result, Run, Series
 from runner.contract.status import STATUS_METRIC
 
 logger = logging.getLogger(__name__)
 
 REGRESSION, SUSPICIOUS, IMPROVEMENT = "regression", "suspicious", "improvement"
+ENVIRONMENT = "environment"
 NO_REGRESSION, INSUFFICIENT = "no_regression", "insufficient_data"
 # Row keys of the counts, in the order tables show them, and their column titles.
-STATES = (REGRESSION, SUSPICIOUS, IMPROVEMENT, NO_REGRESSION, INSUFFICIENT)
-TITLES = {REGRESSION: "regressions", SUSPICIOUS: "suspicious", IMPROVEMENT: "improvements",
+STATES = (REGRESSION, ENVIRONMENT, SUSPICIOUS, IMPROVEMENT, NO_REGRESSION, INSUFFICIENT)
+TITLES = {REGRESSION: "regressions", ENVIRONMENT: "environment changes",
+          SUSPICIOUS: "suspicious", IMPROVEMENT: "improvements",
           NO_REGRESSION: "no regression", INSUFFICIENT: "insufficient data"}
 # A record's kind as a series' state; when a series has several, the first listed wins.
 RECORD_STATES = {Regression.Kind.REGRESSION: REGRESSION, Regression.Kind.CHANGE: SUSPICIOUS,
@@ -83,6 +97,8 @@ TREND_DAYS = 30  # the trends page linked shows this many days up to the report'
 COMMENT_LIMIT = 60_000  # GitHub comments hold 65,536 characters
 SLACK_SECTION = 2_900  # a Slack section holds 3,000
 SLACK_HEADER = 150
+ENVIRONMENT_LINES = 20  # environment changes the markdown lists (the JSON has them all)
+SLACK_ENVIRONMENT_LINES = 5
 
 
 # Building
@@ -112,11 +128,11 @@ def build_report(repo: str, branch: str, day: date,
                   .distinct())
     raised = (_raised(repo, branch, start, end)
               .exclude(confirmation=Regression.Confirmation.NOT_REPRODUCED)
-              .order_by().values_list("series_id", "kind", "group_id"))
+              .order_by().values_list("series_id", "kind", "group_id", "environment_change_id"))
     states: dict[int, str] = {}
     groups: defaultdict[int, set[int]] = defaultdict(set)
-    for series_id, kind, group_id in raised:
-        state = RECORD_STATES.get(kind, SUSPICIOUS)
+    for series_id, kind, group_id, environment in raised:
+        state = ENVIRONMENT if environment is not None else RECORD_STATES.get(kind, SUSPICIOUS)
         current = states.get(series_id)
         if current is None or PRECEDENCE[state] < PRECEDENCE[current]:
             states[series_id] = state
@@ -224,8 +240,27 @@ def send_waiting() -> int:
 
 
 def totals(rows: list[dict]) -> dict[str, int]:
-    """The counts of these rows added up: total and each state."""
-    return {key: sum(row[key] for row in rows) for key in ("total", *STATES)}
+    """The counts of these rows added up: total and each state (a report stored before a
+    state existed counts none of it)."""
+    return {key: sum(row.get(key, 0) for row in rows) for key in ("total", *STATES)}
+
+
+def environment_changes(report: NightlyReport) -> list[EnvironmentChange]:
+    """The environment changes of the report's repo and branch on its day, by time."""
+    start, end = day_bounds(report.day)
+    return list(EnvironmentChange.objects.filter(
+        repo=report.repo, branch=report.branch, at__gte=start, at__lt=end).order_by("at", "id"))
+
+
+def environment_json(change: EnvironmentChange) -> dict:
+    return {"at": change.at.isoformat(), "device": change.device, "arch": change.arch,
+            "name": change.name, "summary": change.summary}
+
+
+def report_precision(report: NightlyReport) -> Precision:
+    """The triage precision of the report's repo and branch up to the end of its day."""
+    return triage_precision(end=day_bounds(report.day)[1], repo=report.repo,
+                            branch=report.branch)
 
 
 def site_url(path: str) -> str:
@@ -279,9 +314,11 @@ def report_json(report: NightlyReport, rows: list[dict] | None = None) -> dict:
         "notified_at": report.notified_at.isoformat() if report.notified_at else None,
         "totals": totals(rows),
         "groups": [{"id": g["id"], "url": site_url(g["url"])} for g in links["groups"]],
-        "rows": [{**{key: row[key] for key in ("benchmark", "device", "arch", "total",
-                                               *STATES)},
+        "rows": [{**{key: row[key] for key in ("benchmark", "device", "arch", "total")},
+                  **{key: row.get(key, 0) for key in STATES},
                   "links": _absolute(row_links(report, row))} for row in rows],
+        "environment_changes": [environment_json(c) for c in environment_changes(report)],
+        "precision": report_precision(report).as_json(benchmarks=False),
     }
 
 
@@ -326,11 +363,13 @@ def report_markdown(report: NightlyReport, rows: list[dict] | None = None) -> st
     if groups:
         lines[-1] += " · Alert groups raised: " + ", ".join(
             f"[#{g['id']}]({site_url(g['url'])})" for g in links["groups"] if g["id"] in groups)
+    lines += _md_environment(environment_changes(report))
+    tail = _md_precision(report_precision(report))
     by_benchmark: dict[str, list[dict]] = {}
     for row in rows:
         by_benchmark.setdefault(row["benchmark"], []).append(row)
     header = ["Device", "Total", *(TITLES[state].capitalize() for state in STATES), "Links"]
-    size = sum(len(line) + 1 for line in lines)
+    size = sum(len(line) + 1 for line in [*lines, *tail])
     for number, (benchmark, mine) in enumerate(by_benchmark.items()):
         table = ["", f"### {md_text(benchmark)}", "", "| " + " | ".join(header) + " |",
                  "| --- | " + "---: | " * (1 + len(STATES)) + "--- |"]
@@ -346,11 +385,54 @@ def report_markdown(report: NightlyReport, rows: list[dict] | None = None) -> st
             break
         lines += table
         size = grown
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + tail) + "\n"
+
+
+def _md_environment(changes: list[EnvironmentChange]) -> list[str]:
+    """A line per environment change of the day: where, which job, what changed."""
+    if not changes:
+        return []
+    lines = ["", "### Environment changes", "",
+             "Regressions that coincide with one are counted as environment changes, not "
+             "as regressions.", ""]
+    for change in changes[:ENVIRONMENT_LINES]:
+        where = md_text(change.arch or change.device or "unknown")
+        job = f" · {md_text(change.name)}" if change.name else ""
+        lines.append(f"- {change.at:%H:%M} {where}{job}: {md_text(change.summary)}")
+    if len(changes) > ENVIRONMENT_LINES:
+        lines.append(f"- … and {len(changes) - ENVIRONMENT_LINES} more")
+    return lines
+
+
+def _md_precision(precision: Precision) -> list[str]:
+    """The triage precision per detector that raised alerts in the window, and the
+    benchmarks under the floor with their suggestions; nothing without alerts."""
+    rows = [row for row in precision.detector_rows()
+            if row["score"].labels or row["score"].unlabelled]
+    if not rows:
+        return []
+    lines = ["", f"### Triage precision (last {precision.days} days)", "",
+             "| Detector | Labels | Valid | Invalid | Precision (95 % interval) | Unlabelled |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for row in rows:
+        score = row["score"]
+        lines.append(f"| {row['label']} | {score.labels} | {score.valid} | {score.invalid} | "
+                     f"{score.text} | {score.unlabelled} |")
+    below = precision.floor_rows()
+    if below:
+        lines += ["", f"Under {precision.floor_text} precision "
+                      f"({precision.min_labels}+ labels):", ""]
+    for row in below:
+        said = "; ".join(s.text for s in row["suggestions"]) or "no threshold change avoids " \
+            "its invalid alerts"
+        lines.append(f"- {md_text(row['benchmark'])}: {row['score'].text} of "
+                     f"{row['score'].labels} labels; {md_text(said)}")
+    return lines
 
 
 def _md_row(label: str, counts: dict, links: str) -> str:
-    cells = [label, str(counts["total"]), *(str(counts[state]) for state in STATES), links]
+    cells = [label, str(counts["total"]), *(str(counts.get(state, 0)) for state in STATES),
+             links]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -409,7 +491,15 @@ def _slack(report: NightlyReport, rows: list[dict]) -> dict:
     title = headline(report, rows)
     url = site_url(report.get_absolute_url())
     lines = [f"<{url}|Full report> · {_slack_text(summary(totals(rows)))}"]
-    size = len(lines[0])
+    changes = environment_changes(report)
+    for change in changes[:SLACK_ENVIRONMENT_LINES]:
+        where = change.arch or change.device or "unknown"
+        lines.append(_slack_text(f"• environment · {where}: {change.summary}"
+                                 [:notify.SLACK_LINE]))
+    if len(changes) > SLACK_ENVIRONMENT_LINES:
+        lines.append(f"• … and {len(changes) - SLACK_ENVIRONMENT_LINES} more environment "
+                     "changes")
+    size = sum(len(line) + 1 for line in lines)
     flagged = sorted((row for row in rows if row[REGRESSION] or row[SUSPICIOUS]),
                      key=lambda row: (-row[REGRESSION], -row[SUSPICIOUS], row["benchmark"]))
     for number, row in enumerate(flagged):

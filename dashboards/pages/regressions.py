@@ -7,7 +7,11 @@ The list pages over rows that are alert groups, newest first (by the group's fir
 commit time); a regression without a group (recorded before groups existed) is a row of its
 own. Filters select the groups with at least one matching member; a row then sums up all of
 its group's members. Magnitudes are read "in the better sense" (`benchsite.regressions.
-groups`): the worst is the most negative."""
+groups`): the worst is the most negative.
+
+Below the list, the triage precision of the alerts raised in the last `?days=` days (default
+the detection settings'; `benchsite.regressions.precision`), also in the JSON as
+`precision`."""
 
 from __future__ import annotations
 
@@ -45,11 +49,12 @@ from benchsite.regressions.models import (
     Regression,
     SilenceAlert,
 )
+from benchsite.regressions.precision import parse_days, triage_precision
 from benchsite.results.models import Result
 from dashboards import repro
 from dashboards.pages.common import compare_url, page_url
 from dashboards.render import Page, Table
-from dashboards.state import State
+from dashboards.state import BadParameter, State
 
 TRIAGE_PERMISSION = "regressions.change_regression"
 PAGE_SIZE = 25  # groups (and ungrouped regressions) per page
@@ -58,11 +63,12 @@ SIBLINGS = 50  # other members of its group listed on a regression's page
 TREND_BEFORE, TREND_AFTER = timedelta(days=30), timedelta(days=14)
 NUMERIC = (Detector.CHANGEPOINT, Detector.HUD_POLICY)
 ACCURACY = "accuracy"  # a metric the trends page shows as a passrate, not a geomean
-# "change": the magnitude as shown ("+12.3 %", "pass → fail", "present → absent")
+# "change": the magnitude as shown ("+12.3 %", "pass → fail", "present → absent");
+# "environment": the change of the runs' environment it coincides with ("environment: ...")
 COLUMNS = ["id", "url", "state", "kind", "detector", "repo", "benchmark", "model", "backend",
            "mode", "dtype", "device", "arch", "metric", "direction", "magnitude", "change",
-           "baseline", "value", "confidence", "last_good_sha", "first_bad_sha", "first_bad_at",
-           "created_at", "branch", "group"]
+           "environment", "baseline", "value", "confidence", "last_good_sha", "first_bad_sha",
+           "first_bad_at", "created_at", "branch", "group"]
 # "detected_at": the earliest detection of a member (the home page's "detected")
 GROUP_COLUMNS = ["group", "url", "repo", "branch", "state", "last_good_sha", "first_bad_sha",
                  "first_bad_at", "detected_at", "members", "regressions", "improvements",
@@ -120,7 +126,8 @@ class BulkTriageForm(TriageForm):
 
 
 def _members_query():
-    return Regression.objects.select_related("series").order_by("-first_bad_at", "id")
+    return (Regression.objects.select_related("series", "environment_change")
+            .order_by("-first_bad_at", "id"))
 
 
 def build_list(state: State) -> Page:
@@ -138,22 +145,41 @@ def build_list(state: State) -> Page:
     table = Table("regressions", COLUMNS, [])
     if state.csv:
         if not every:
-            table.rows = [_row(state, regression) for regression in found]
+            table.rows = [_row(state, regression)
+                          for regression in found.select_related("environment_change")]
     else:
         table.rows = [_row(state, member) for entry in entries
                       for member in entry["summary"].members]
     groups = Table("groups", GROUP_COLUMNS, [_group_row(state, entry) for entry in entries])
     query = state.query.copy()
     query.pop("page", None)
-    filters = {**(form.cleaned_data if form.is_valid() else {}), "page": listed.number}
+    settings = DetectionSettings.load()
+    precision = triage_precision(settings, _precision_days(state, settings))
+    filters = {**(form.cleaned_data if form.is_valid() else {}), "page": listed.number,
+               "days": precision.days}
     return Page(
         title="Regressions", filters=filters, tables=[table, groups],
+        data={"precision": precision.as_json()},
         context={"form": form, "listed": listed, "entries": entries,
+                 "precision": precision, "precision_query": [
+                     (key, value) for key, values in query.lists() if key != "days"
+                     for value in values],
                  "query": query.urlencode(), "triage_form": TriageForm(),
                  "can_triage": state.request.user.has_perm(TRIAGE_PERMISSION),
                  "silences": SilenceAlert.objects.filter(resolved_at__isnull=True)
                  .select_related("series").order_by("-last_seen")},
     )
+
+
+def _precision_days(state: State, settings: DetectionSettings) -> int:
+    """The precision's window, `?days=`: a wrong one is refused (400), never replaced."""
+    raw = state.query.get("days", "").strip()
+    if not raw:
+        return settings.precision_days
+    try:
+        return parse_days(raw)
+    except ValueError as error:
+        raise BadParameter("days", str(error)) from None
 
 
 def _entries(rows: list[dict]) -> list[dict]:
@@ -186,6 +212,7 @@ def _entry(group: AlertGroup | None, single: Regression | None, matching: int) -
             "repo": repo, "branch": where.branch, "last_good_sha": where.last_good_sha,
             "first_bad_sha": where.first_bad_sha, "first_bad_at": where.first_bad_at,
             "detected_at": detected_at(where, summary.members),
+            "environments": sorted({m.environment_text for m in summary.members} - {""}),
             "url": where.get_absolute_url(),
             "members": [_member(member) for member in summary.members],
             "links": _links(repo, where.branch, where.last_good_sha, where.first_bad_sha,
@@ -231,8 +258,8 @@ def _row(state: State, regression: Regression) -> list:
             regression.state, regression.kind, regression.detector, series.repo,
             series.benchmark, series.model, series.backend, series.mode, series.dtype,
             series.device, series.arch, series.metric, regression.direction,
-            regression.magnitude, change_text(regression), regression.baseline,
-            regression.value, regression.confidence,
+            regression.magnitude, change_text(regression), regression.environment_text or None,
+            regression.baseline, regression.value, regression.confidence,
             regression.last_good_sha, regression.first_bad_sha,
             regression.first_bad_at.isoformat(), regression.created_at.isoformat(),
             regression.branch, regression.group_id]

@@ -62,12 +62,12 @@ def build_detail(state: State, pk: int) -> Page:
     benchmarks: dict[str, list[dict]] = {}
     for row in report.rows:
         table.rows.append([row["benchmark"], row["device"], row["arch"],
-                           *(row[key] for key in COUNTS)])
+                           *(row.get(key, 0) for key in COUNTS)])
         table.links.append({})
         table.classes.append(_classes(row))
         benchmarks.setdefault(row["benchmark"], []).append(
             {**row, "links": row_links(report, row),
-             "counts": [(row[key], key in (REGRESSION, SUSPICIOUS) and row[key] > 0)
+             "counts": [(row.get(key, 0), key in (REGRESSION, SUSPICIOUS) and row[key] > 0)
                         for key in COUNTS]})
     sections = [{"benchmark": benchmark, "rows": rows,
                  "totals": [totals(rows)[key] for key in COUNTS] if len(rows) > 1 else None}

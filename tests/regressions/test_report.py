@@ -1,4 +1,5 @@
-"""The nightly report: states per series, markdown, JSON, the command, notification once,
+"""The nightly report: states per series (environment changes apart), markdown, JSON (the
+day's environment changes, the triage precision), the command, notification once,
 its pages and the home page's last-24-hours panel."""
 
 import json
@@ -13,6 +14,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django_celery_beat.models import PeriodicTask
 
+from benchsite.regressions import precision
 from benchsite.regressions import report as reports
 from benchsite.regressions.detection import detect_series
 from benchsite.regressions.models import (
@@ -22,7 +24,18 @@ from benchsite.regressions.models import (
     Regression,
     SilenceAlert,
 )
-from tests.regressions.factory import DAY, H100, START, at, levels, record, store_history, upload
+from benchsite.results.models import EnvironmentChange, Run, Series
+from tests.regressions.factory import (
+    DAY,
+    H100,
+    START,
+    at,
+    levels,
+    make_regression,
+    record,
+    store_history,
+    upload,
+)
 
 pytestmark = pytest.mark.django_db
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -57,8 +70,8 @@ def test_each_series_is_counted_in_its_state_per_benchmark_and_device(history):
     assert len(queries) < 20  # histories are read in one query per chunk, not per series
     a100, h100 = report.rows
     assert h100 == {"benchmark": "micro-benchmark api", "device": "cuda", "arch": H100,
-                    "total": 4, "regression": 1, "improvement": 1, "suspicious": 1,
-                    "no_regression": 1, "insufficient_data": 0,
+                    "total": 4, "regression": 1, "environment": 0, "improvement": 1,
+                    "suspicious": 1, "no_regression": 1, "insufficient_data": 0,
                     "groups": sorted({r.group_id for r in history})}
     assert (a100["arch"], a100["total"], a100["insufficient_data"]) == (A100, 1, 1)
     assert reports.totals(report.rows)["total"] == 5
@@ -136,12 +149,12 @@ def test_the_markdown_is_a_github_comment_with_names_escaped(settings):
     report = reports.build_report("pytorch/ao", "main", night_day(11))
     text = reports.report_markdown(report)
     assert text.startswith("## Nightly benchmark report: pytorch/ao @ main, ")
-    assert "**1 series**: 0 regressions, 0 suspicious, 0 improvements, 1 no regression, " \
-           "0 insufficient data." in text
+    assert "**1 series**: 0 regressions, 0 environment changes, 0 suspicious, " \
+           "0 improvements, 1 no regression, 0 insufficient data." in text
     assert "### &lt;b&gt;bench&lt;/b&gt; \\| \\*x\\* \\[y\\](z)" in text
     assert "<b>" not in text and "GPU \\| \\*fast\\*" in text
     [row] = [line for line in text.splitlines() if line.startswith("| GPU")]
-    assert len(re.findall(r"(?<!\\)\|", row)) == 9  # 8 cells: no table break
+    assert len(re.findall(r"(?<!\\)\|", row)) == 10  # 9 cells: no table break
     assert f"(https://bench.example/regressions/reports/{report.pk}/)" in text
     assert "(https://bench.example/trends/?repo=pytorch%2Fao&benchmark=%3Cb%3Ebench" in text
 
@@ -152,15 +165,16 @@ def test_the_json_has_totals_rows_and_absolute_links(history, settings):
     data = json.loads(json.dumps(reports.report_json(report)))
     assert set(data) == {"id", "repo", "branch", "day", "url", "markdown_url",
                          "regressions_url", "created_at", "notified_at", "totals", "groups",
-                         "rows"}
+                         "rows", "environment_changes", "precision"}
     assert (data["repo"], data["branch"], data["day"]) == ("pytorch/ao", "main",
                                                             str(night_day(NIGHT)))
     assert data["url"] == f"https://bench.example/regressions/reports/{report.pk}/"
-    assert data["totals"] == {"total": 5, "regression": 1, "suspicious": 1, "improvement": 1,
-                              "no_regression": 1, "insufficient_data": 1}
+    assert data["totals"] == {"total": 5, "regression": 1, "environment": 0, "suspicious": 1,
+                              "improvement": 1, "no_regression": 1, "insufficient_data": 1}
     row = data["rows"][1]
-    assert set(row) == {"benchmark", "device", "arch", "total", "regression", "suspicious",
-                        "improvement", "no_regression", "insufficient_data", "links"}
+    assert set(row) == {"benchmark", "device", "arch", "total", "regression", "environment",
+                        "suspicious", "improvement", "no_regression", "insufficient_data",
+                        "links"}
     assert row["links"]["trends"].startswith("https://bench.example/trends/?repo=pytorch%2Fao")
     assert row["links"]["regressions"].startswith("https://bench.example/regressions/?state=any")
     assert [g["id"] for g in row["links"]["groups"]] == sorted({r.group_id for r in history})
@@ -271,3 +285,105 @@ def test_the_home_page_falls_back_to_the_latest_when_the_last_day_was_quiet(hist
     group = Regression.objects.filter(kind="regression").get().group
     assert escape(reports.group_path(group.pk)) in html and "1 regression)" in html
     assert "Every device that reports regularly is reporting." in html
+
+
+ENVIRONMENT = "torch 2.10.0.dev20251019 -> 2.10.0.dev20251020"
+
+
+def environment_change(night: int, branch: str = "main", **fields) -> EnvironmentChange:
+    """The environment of the nightly job's runs changed from the night before to `night`
+    (on the H100)."""
+    before, after = (Run.objects.filter(head_branch__in=["main", branch], timestamp__lt=at(
+        n + 1)).latest("timestamp") for n in (night - 1, night))
+    return EnvironmentChange.objects.create(
+        repo="pytorch/ao", branch=branch, device="cuda", arch=H100, name="nightly",
+        before_run=before, after_run=after, at=after.timestamp,
+        summary=fields.pop("summary", ENVIRONMENT), **fields)
+
+
+def test_a_change_coinciding_with_an_environment_change_is_counted_apart(webhook, settings):
+    settings.BENCH_SITE_URL = "https://bench.example"
+    series = store_history({name: levels(12, seed=seed)
+                            for seed, name in enumerate(["env", "code", "better", "both"])})
+    change = environment_change(11)
+    environment_change(10, summary="driver 550 -> 560")  # another day
+    upload(11, [record("other", [1.0])], branch="release", job=1)
+    environment_change(11, branch="release", summary="CUDA 12.8 -> 12.9")  # another branch
+    make_regression(series["env"], 8, environment_change=change)  # detected on night 11
+    make_regression(series["code"], 8)
+    make_regression(series["better"], 8, kind="improvement", magnitude=-0.2,
+                    environment_change=change)
+    make_regression(series["both"], 8, environment_change=change)
+    make_regression(series["both"], 8, detector="hud_policy")  # the code's: a regression
+
+    report = reports.build_report("pytorch/ao", "main", night_day(11))
+    [row] = report.rows
+    assert {state: row[state] for state in reports.STATES} == {
+        "regression": 2, "environment": 2, "suspicious": 0, "improvement": 0,
+        "no_regression": 0, "insufficient_data": 0}
+    assert reports.STATES[:2] == ("regression", "environment")
+
+    data = reports.report_json(report)
+    assert data["totals"]["environment"] == 2 and data["rows"][0]["environment"] == 2
+    assert data["environment_changes"] == [
+        {"at": at(11).isoformat(), "device": "cuda", "arch": H100, "name": "nightly",
+         "summary": ENVIRONMENT}]
+    text = reports.report_markdown(report)
+    assert "**4 series**: 2 regressions, 2 environment changes, 0 suspicious, " in text
+    assert "| Device | Total | Regressions | Environment changes | Suspicious |" in text
+    assert "### Environment changes" in text
+    assert f"- {at(11):%H:%M} {H100} · nightly: torch 2.10.0.dev20251019 -&gt; " \
+           "2.10.0.dev20251020" in text
+    assert "driver" not in text and "CUDA" not in text
+
+    NotificationTarget.objects.create(name="slack", kind="slack", url=webhook.url + "/slack")
+    reports.nightly_reports(night_day(11))
+    [(_, slack)] = webhook.received
+    assert f"• environment · {H100}: torch 2.10.0.dev20251019 -&gt; 2.10.0.dev20251020" in (
+        slack["blocks"][1]["text"]["text"])
+
+
+def test_the_report_has_the_triage_precision_of_its_repo_and_branch():
+    series = store_history({"steady": levels(12)})
+    upload(3, [record("flaky", [1.0], benchmark="flaky")], job=1)
+    flaky = Series.objects.get(benchmark="flaky")
+    for night in range(3, 8):  # detected on nights 6..10
+        make_regression(flaky, night, magnitude=0.05, state="false_positive")
+    make_regression(series["steady"], 8, state="fixed")  # detected on night 11
+    make_regression(series["steady"], 9, state="false_positive")  # night 12: after the day
+    upload(3, [record("flaky", [1.0], benchmark="flaky")], repo="pytorch/pytorch", job=2)
+    make_regression(Series.objects.get(repo="pytorch/pytorch"), 5, state="false_positive")
+
+    report = reports.build_report("pytorch/ao", "main", night_day(11))
+    shown = reports.report_json(report)["precision"]
+    assert shown["days"] == 90 and "benchmarks" not in shown
+    changepoint = shown["detectors"][0]
+    assert (changepoint["detector"], changepoint["labels"], changepoint["valid"],
+            changepoint["invalid"]) == ("changepoint", 6, 1, 5)
+    [flaky_row] = shown["below_floor"]
+    assert (flaky_row["benchmark"], flaky_row["labels"], flaky_row["precision"]) == (
+        "flaky", 5, 0.0)
+    [suggestion] = flaky_row["suggestions"]
+    assert (suggestion["threshold"], suggestion["avoided"], suggestion["missed"]) == (
+        0.055, 5, 0)
+
+    text = reports.report_markdown(report)
+    assert "### Triage precision (last 90 days)" in text
+    score = precision.Score(valid=1, invalid=5)
+    assert f"| change point | 6 | 1 | 5 | {score.text} | 0 |" in text
+    assert "| HUD policy |" not in text  # no alerts: no row
+    assert "- flaky: 0 % (0–43 %) of 5 labels; a threshold of 5.5 % for flaky (\\*time\\*, " \
+           "now 4 %) would have avoided 5 invalid alerts and missed 0 valid ones" in text
+
+
+def test_a_report_stored_before_the_environment_state_still_reads(client):
+    old = {"benchmark": "b", "device": "cuda", "arch": H100, "total": 2, "regression": 1,
+           "suspicious": 0, "improvement": 0, "no_regression": 1, "insufficient_data": 0,
+           "groups": []}
+    report = NightlyReport.objects.create(repo="pytorch/ao", branch="main",
+                                          day=date(2025, 11, 7), rows=[old])
+    assert reports.totals(report.rows)["environment"] == 0
+    assert reports.report_json(report)["rows"][0]["environment"] == 0
+    assert "0 environment changes" in reports.report_markdown(report)
+    assert client.get(report.get_absolute_url()).status_code == 200
+    assert client.get("/regressions/reports/").status_code == 200
