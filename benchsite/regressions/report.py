@@ -246,10 +246,15 @@ def totals(rows: list[dict]) -> dict[str, int]:
 
 
 def environment_changes(report: NightlyReport) -> list[EnvironmentChange]:
-    """The environment changes of the report's repo and branch on its day, by time."""
+    """The environment changes of the report's repo and branch on its day, and those the
+    day's raised records coincide with (a change is raised some points after it), by
+    time."""
     start, end = day_bounds(report.day)
-    return list(EnvironmentChange.objects.filter(
-        repo=report.repo, branch=report.branch, at__gte=start, at__lt=end).order_by("at", "id"))
+    coinciding = (_raised(report.repo, report.branch, start, end)
+                  .filter(environment_change__isnull=False)
+                  .values("environment_change_id"))
+    return list(EnvironmentChange.objects.filter(repo=report.repo, branch=report.branch).filter(
+        Q(at__gte=start, at__lt=end) | Q(pk__in=coinciding)).order_by("at", "id"))
 
 
 def environment_json(change: EnvironmentChange) -> dict:
@@ -389,7 +394,8 @@ def report_markdown(report: NightlyReport, rows: list[dict] | None = None) -> st
 
 
 def _md_environment(changes: list[EnvironmentChange]) -> list[str]:
-    """A line per environment change of the day: where, which job, what changed."""
+    """A line per environment change of the day (or that the day's records coincide with):
+    when, where, which job, what changed."""
     if not changes:
         return []
     lines = ["", "### Environment changes", "",
@@ -398,7 +404,7 @@ def _md_environment(changes: list[EnvironmentChange]) -> list[str]:
     for change in changes[:ENVIRONMENT_LINES]:
         where = md_text(change.arch or change.device or "unknown")
         job = f" · {md_text(change.name)}" if change.name else ""
-        lines.append(f"- {change.at:%H:%M} {where}{job}: {md_text(change.summary)}")
+        lines.append(f"- {change.at:%Y-%m-%d %H:%M} {where}{job}: {md_text(change.summary)}")
     if len(changes) > ENVIRONMENT_LINES:
         lines.append(f"- … and {len(changes) - ENVIRONMENT_LINES} more")
     return lines

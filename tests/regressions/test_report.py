@@ -311,8 +311,10 @@ def test_a_change_coinciding_with_an_environment_change_is_counted_apart(webhook
     environment_change(11, branch="release", summary="CUDA 12.8 -> 12.9")  # another branch
     make_regression(series["env"], 8, environment_change=change)  # detected on night 11
     make_regression(series["code"], 8)
+    # a change of an earlier night that a record raised on this one coincides with
+    earlier = environment_change(8, summary="triton 3.4.0 -> 3.5.0")
     make_regression(series["better"], 8, kind="improvement", magnitude=-0.2,
-                    environment_change=change)
+                    environment_change=earlier)
     make_regression(series["both"], 8, environment_change=change)
     make_regression(series["both"], 8, detector="hud_policy")  # the code's: a regression
 
@@ -326,13 +328,15 @@ def test_a_change_coinciding_with_an_environment_change_is_counted_apart(webhook
     data = reports.report_json(report)
     assert data["totals"]["environment"] == 2 and data["rows"][0]["environment"] == 2
     assert data["environment_changes"] == [
+        {"at": at(8).isoformat(), "device": "cuda", "arch": H100, "name": "nightly",
+         "summary": "triton 3.4.0 -> 3.5.0"},
         {"at": at(11).isoformat(), "device": "cuda", "arch": H100, "name": "nightly",
          "summary": ENVIRONMENT}]
     text = reports.report_markdown(report)
     assert "**4 series**: 2 regressions, 2 environment changes, 0 suspicious, " in text
     assert "| Device | Total | Regressions | Environment changes | Suspicious |" in text
     assert "### Environment changes" in text
-    assert f"- {at(11):%H:%M} {H100} · nightly: torch 2.10.0.dev20251019 -&gt; " \
+    assert f"- {at(11):%Y-%m-%d %H:%M} {H100} · nightly: torch 2.10.0.dev20251019 -&gt; " \
            "2.10.0.dev20251020" in text
     assert "driver" not in text and "CUDA" not in text
 
