@@ -12,7 +12,8 @@ Django's test client: the time is the server's, without the network. Prints p50/
 page and per JSON endpoint, the SQL queries per request, and the size of the database.
 Target: p95 under 200 ms per page. --only NAME,NAME measures only those pages.
 
-Regressions: the alert groups list (`/regressions/`), the latest groups' pages, the compare
+Regressions: the alert groups list (`/regressions/`, with its triage precision over the
+default window and a year), the latest groups' pages, the compare
 page and `GET /api/v3/compare` over the latest groups' commit ranges (where series are in
 the regression, improvement, noisy... states; the states counted are printed) as well as
 over consecutive and distant commits, and the nightly reports (`/regressions/reports/`, the
@@ -110,7 +111,8 @@ def page_urls() -> dict[str, list[str]]:
         for extra in ({}, {"base": counts[min(30, len(counts) - 1)]}, {"sort": "name"})
     ]
     pages["recipes"] = [url("/recipes/")]
-    pages["regressions"] = [url("/regressions/"), url("/regressions/", state="open")]
+    pages["regressions"] = [url("/regressions/"), url("/regressions/", state="open"),
+                            url("/regressions/", days="365")]  # a year's triage precision
     from benchsite.regressions.models import AlertGroup, NightlyReport, Regression
 
     latest = Regression.objects.order_by("-pk").values_list("pk", flat=True)[:5]
