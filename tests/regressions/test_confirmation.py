@@ -244,3 +244,21 @@ def test_a_starter_that_fails_leaves_it_not_confirmable_and_told(series, sent, m
     assert regression.confirmation == C.NOT_CONFIRMABLE and regression.held_until is None
     assert regression.confirmation_note == "its try job could not be queued: database gone"
     assert len(sent) == 1
+
+
+def test_detection_over_the_history_with_notify_asks_for_confirmation_first(db, sent,
+                                                                          started):
+    import io
+
+    from django.core.management import call_command
+
+    from benchsite.regressions.models import Regression as Stored
+    from tests.regressions.factory import levels, store_history
+
+    mode("wait")
+    store_history({"step": levels(40, step_at=30, step=0.3)})
+    call_command("detect_regressions", "--notify", stdout=io.StringIO())
+    [regression] = Stored.objects.all()
+    assert started == [regression.pk]  # its A/B try job was asked for
+    assert regression.confirmation == C.PENDING and regression.held_until is not None
+    assert sent == []  # held until its verdict

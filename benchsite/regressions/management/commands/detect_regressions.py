@@ -2,6 +2,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from benchsite.regressions import confirmation
 from benchsite.regressions.detection import detect_repo
 from benchsite.regressions.models import DetectionSettings
 from benchsite.regressions.notify import notify_regressions
@@ -18,7 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--repo", help="only this repo's series")
         parser.add_argument("--chunk", type=int, default=1000, help="series per query")
         parser.add_argument("--notify", action="store_true",
-                            help="notify the targets of new regressions (default: do not)")
+                            help="ask for the confirmation of new regressions (as an upload "
+                            "does, per the detection settings) and notify the targets of "
+                            "those not held for it (default: neither)")
 
     def handle(self, *args, repo, chunk, notify, **options):
         repos = [repo] if repo else list(
@@ -31,6 +34,7 @@ class Command(BaseCommand):
         for name in repos:
             found += detect_repo(name, settings, chunk)
         if notify:
+            confirmation.request(found)  # first: what waits for its verdict is held
             notify_regressions(found)
         groups = len({r.group_id for r in found})
         self.stdout.write(f"{len(repos)} repo(s): {len(found)} new regressions in {groups} "
