@@ -55,6 +55,8 @@ class Summary:
     median: float | None = None  # in the better sense (see the module's docstring)
     worst: float | None = None
     states: dict[str, int] = field(default_factory=dict)  # member count per state
+    # member count per confirmation asked (its A/B try job's verdict, issue 32)
+    confirmations: dict[str, int] = field(default_factory=dict)
 
     @property
     def is_open(self) -> bool:
@@ -99,12 +101,19 @@ class Summary:
         return ", ".join(f"{count} {labels.get(state, state).lower()}"
                          for state, count in self.states.items())
 
+    def confirmations_text(self) -> str:
+        """"2 confirmed, 1 not reproduced" ("" when no confirmation was asked)."""
+        labels = dict(Regression.Confirmation.choices)
+        return ", ".join(f"{count} {labels.get(verdict, verdict)}"
+                         for verdict, count in self.confirmations.items())
+
     def as_json(self) -> dict:
         return {"members": len(self.members), "regressions": self.regressions,
                 "improvements": self.improvements, "others": self.others,
                 "benchmarks": self.benchmarks, "devices": self.devices,
                 "recipes_or_backends": self.variants, "median_magnitude": self.median,
-                "worst_magnitude": self.worst, "states": self.states}
+                "worst_magnitude": self.worst, "states": self.states,
+                "confirmations": self.confirmations}
 
 
 def summarize(members: Iterable[Regression]) -> Summary:
@@ -113,6 +122,7 @@ def summarize(members: Iterable[Regression]) -> Summary:
     kinds = Counter(m.kind for m in members)
     changes = [better_change(m) for m in members]
     states = Counter(m.state for m in members)
+    verdicts = Counter(m.confirmation for m in members if m.confirmation)
     return Summary(
         members=members, regressions=kinds[Regression.Kind.REGRESSION],
         improvements=kinds[Regression.Kind.IMPROVEMENT],
@@ -123,7 +133,9 @@ def summarize(members: Iterable[Regression]) -> Summary:
         variants=sorted({variant(m) for m in members} - {""}),
         median=statistics.median(changes) if changes else None,
         worst=min(changes) if changes else None,
-        states={state: states[state] for state in Regression.State.values if states[state]})
+        states={state: states[state] for state in Regression.State.values if states[state]},
+        confirmations={verdict: verdicts[verdict] for verdict in Regression.Confirmation.values
+                       if verdicts[verdict]})
 
 
 def github_compare_url(repo: str, last_good_sha: str, first_bad_sha: str) -> str:

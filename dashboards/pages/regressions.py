@@ -297,7 +297,7 @@ def build_group(state: State, pk: int) -> Page:
                  "environment": environment,
                  "form": TriageForm(initial={"state": uniform}),
                  "can_triage": state.request.user.has_perm(TRIAGE_PERMISSION)},
-        data={"environment_change": environment},
+        data={"environment_change": environment, "summary": summary.as_json()},
     )
 
 

@@ -262,3 +262,19 @@ def test_detection_over_the_history_with_notify_asks_for_confirmation_first(db, 
     assert started == [regression.pk]  # its A/B try job was asked for
     assert regression.confirmation == C.PENDING and regression.held_until is not None
     assert sent == []  # held until its verdict
+
+
+def test_the_lists_say_each_members_confirmation(series, sent, started, client):
+    mode("wait")
+    kept, gone = raised(series[0], started), raised(series[1], started)
+    group = make_group(kept, gone)
+    confirmation.record(kept, C.CONFIRMED, "+20.1 %, p=0.002")
+    confirmation.record(gone, C.NOT_REPRODUCED, "+0.3 %, p=0.8")
+    listed = client.get("/regressions/?state=any").content.decode()
+    assert "1 confirmed, 1 not reproduced" in listed
+    assert '<span class="confirmation confirmation-not_reproduced" title="+0.3 %, p=0.8">' \
+           "not reproduced</span>" in listed
+    page = client.get(group.get_absolute_url()).content.decode()
+    assert '<td id="confirmations">1 confirmed, 1 not reproduced' in page
+    data = client.get(group.get_absolute_url() + "?format=json").json()
+    assert data["summary"]["confirmations"] == {"confirmed": 1, "not_reproduced": 1}
