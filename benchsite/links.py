@@ -66,6 +66,11 @@ def regressions_url(**query: object) -> str:
     return _with_query(reverse("regressions:list"), query)
 
 
+def trends_url(**query: object) -> str:
+    """The trends page, filtered by `query`."""
+    return _with_query(reverse("dashboards:trends"), query)
+
+
 def compare_url(base: str, head: str, **query: object) -> str:
     """The comparison page of two commits."""
     return _with_query(reverse("dashboards:compare", kwargs={"base": base, "head": head}),

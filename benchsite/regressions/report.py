@@ -54,14 +54,13 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
-from urllib.parse import urlencode
 
 from django.conf import settings as site_settings
 from django.core.mail import send_mail
 from django.db.models import Q
-from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
+from benchsite import links
 from benchsite.comparison.directions import better_for
 from benchsite.comparison.history import recent
 from benchsite.comparison.stored_baselines import level_start
@@ -272,14 +271,6 @@ def site_url(path: str) -> str:
     return site_settings.BENCH_SITE_URL.rstrip("/") + path
 
 
-def group_path(pk: int) -> str:
-    """An alert group's page."""
-    try:
-        return reverse("regressions:group", args=[pk])
-    except NoReverseMatch:  # a site without the group pages: its members in the list
-        return f"{reverse('regressions:list')}?{urlencode({'state': 'any', 'group': pk})}"
-
-
 def row_links(report: NightlyReport, row: dict) -> dict:
     """Paths of a row's pages: the benchmark's trends on the device (the month up to the
     report's day), its regressions, and the alert groups raised for it that day."""
@@ -288,9 +279,9 @@ def row_links(report: NightlyReport, row: dict) -> dict:
               "end": str(report.day)}
     listed = {"state": "any", "repo": report.repo, "benchmark": row["benchmark"],
               "device": row["arch"] or row["device"]}
-    return {"trends": _path("dashboards:trends", trends),
-            "regressions": _path("regressions:list", listed),
-            "groups": [{"id": pk, "url": group_path(pk)} for pk in row["groups"]]}
+    return {"trends": links.trends_url(**trends),
+            "regressions": links.regressions_url(**listed),
+            "groups": [{"id": pk, "url": links.group_url(pk)} for pk in row["groups"]]}
 
 
 def report_links(report: NightlyReport) -> dict:
@@ -298,12 +289,8 @@ def report_links(report: NightlyReport) -> dict:
     path = report.get_absolute_url()
     groups = sorted({pk for row in report.rows for pk in row["groups"]})
     return {"url": path, "json": f"{path}?format=json", "markdown": f"{path}?format=markdown",
-            "regressions": _path("regressions:list", {"state": "any", "repo": report.repo}),
-            "groups": [{"id": pk, "url": group_path(pk)} for pk in groups]}
-
-
-def _path(route: str, params: dict) -> str:
-    return f"{reverse(route)}?{urlencode({k: v for k, v in params.items() if v})}"
+            "regressions": links.regressions_url(state="any", repo=report.repo),
+            "groups": [{"id": pk, "url": links.group_url(pk)} for pk in groups]}
 
 
 def report_json(report: NightlyReport, rows: list[dict] | None = None) -> dict:

@@ -10,8 +10,9 @@ from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 
+from benchsite import links
 from benchsite.regressions.models import AlertGroup, NightlyReport, Regression, SilenceAlert
-from benchsite.regressions.report import group_path, totals
+from benchsite.regressions.report import totals
 from benchsite.results.models import Run, RunSummary
 from dashboards.filters import short_sha
 from dashboards.pages.common import page_url
@@ -80,7 +81,7 @@ def last_day(since) -> dict:
 
 
 def _group(group: AlertGroup) -> dict:
-    return {"group": group, "url": group_path(group.pk), "opened": group.opened,
+    return {"group": group, "url": links.group_url(group.pk), "opened": group.opened,
             "members": group.member_count, "regressions": group.regression_count}
 
 

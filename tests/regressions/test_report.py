@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django_celery_beat.models import PeriodicTask
 
+from benchsite import links
 from benchsite.regressions import precision
 from benchsite.regressions import report as reports
 from benchsite.regressions.detection import detect_series
@@ -270,7 +271,7 @@ def test_the_home_page_shows_the_last_24_hours(client):
                                 usual_gap=timedelta(days=1), runs_seen=9)
     html = client.get("/").content.decode()
     assert "Last 24 hours" in html and "Nothing in the last 24 hours" not in html
-    assert escape(reports.group_path(group.pk)) in html and "0 members" in html
+    assert escape(links.group_url(group.pk)) in html and "0 members" in html
     assert report.get_absolute_url() in html and "Silent GPU 9000" in html
 
 
@@ -283,7 +284,7 @@ def test_the_home_page_falls_back_to_the_latest_when_the_last_day_was_quiet(hist
     assert "Nothing in the last 24 hours" in html
     assert report.get_absolute_url() in html
     group = Regression.objects.filter(kind="regression").get().group
-    assert escape(reports.group_path(group.pk)) in html and "1 regression)" in html
+    assert escape(links.group_url(group.pk)) in html and "1 regression)" in html
     assert "Every device that reports regularly is reporting." in html
 
 
