@@ -189,8 +189,10 @@ def _groups(rows, repo, base, head) -> Table:
             status: page_url("dashboards:compare", base, head, **drill, status=status)
             for status in STATES if counts[status]
         } | {"benchmark": page_url("dashboards:compare", base, head, **drill)})
-        table.classes.append({REGRESSION: "worse" if counts[REGRESSION] else "",
-                              IMPROVEMENT: "better" if counts[IMPROVEMENT] else ""})
+        numbers = dict.fromkeys(["geomean head/base", "common", *STATES], "nowrap")
+        table.classes.append(numbers | {
+            REGRESSION: "worse nowrap" if counts[REGRESSION] else "nowrap",
+            IMPROVEMENT: "better nowrap" if counts[IMPROVEMENT] else "nowrap"})
     return table
 
 

@@ -115,7 +115,8 @@ def build(state: State, pk: int) -> Page:
         spread = spread_text(values, info)
         table.rows.append([*series, value, spread, target, *identities[series_id],
                            ", ".join(strings) if strings else None])
-        table.classes.append({"spread": "noise"} if spread and "unstable" in spread else {})
+        table.classes.append({"spread": "spread noise" if spread and "unstable" in spread
+                              else "spread"})
         table.links.append({"model": page_url(
             explorer, repo=run.repo, benchmark=series[0], model=series[1], metric=series[2],
             branch=run.head_branch, range="90d")})

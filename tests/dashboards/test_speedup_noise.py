@@ -224,4 +224,4 @@ def test_the_run_page_shows_each_results_spread_and_marks_unstable_ones(client, 
     assert by_metric == {QuantMetric.SPEEDUP: "95% CI 1.02–2.60, 12 pairs, unstable",
                          QuantMetric.QUANTIZED_TIME: "IQR 13.0% of the median, 4 repetitions"}
     html = client.get(f"/runs/{run.pk}/").content.decode()
-    assert '<td class="noise">95% CI 1.02–2.60, 12 pairs, unstable</td>' in html
+    assert '<td class="spread noise">95% CI 1.02–2.60, 12 pairs, unstable</td>' in html
