@@ -47,6 +47,11 @@ class PairedTiming:
     candidate_calls: int = 1
     target: float = 0.02  # the relative CI half-width asked for
     stopped: str = STOPPED_CI  # what ended sampling: ci, budget or max_pairs
+    # How the timer timed a block: cpu_blocks, or on CUDA cuda_graph, batched or per_call
+    # (runner.engine.gpu_blocks); empty when the timer did not say.
+    method: str = ""
+    l2: str = ""  # CUDA: warm (calls back to back) or flushed (before every timed call)
+    method_note: str = ""  # why the method is not the one asked for, a warm-up not steady
 
     @property
     def pairs(self) -> int:
@@ -101,7 +106,20 @@ class PairedTiming:
             "ci_target": self.target,
             "stopped_by": self.stopped,
             "unstable": self.unstable,
+            **self._method_summary(),
         }
+
+    def _method_summary(self) -> dict[str, Any]:
+        """How the blocks were timed, for timers that say (records of older runs did not)."""
+        if not self.method:
+            return {}
+        found: dict[str, Any] = {"timing_method": self.method,
+                                 "calls_per_block": [self.baseline_calls, self.candidate_calls]}
+        if self.l2:
+            found["l2"] = self.l2
+        if self.method_note:
+            found["timing_note"] = self.method_note
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

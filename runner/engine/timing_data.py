@@ -12,9 +12,13 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from runner.engine.run_settings import above, at_least
+from runner.engine.run_settings import above, at_least, one_of
 
 UNSTABLE_SPREAD = 0.10  # interquartile range over median above which a timing is flagged
+# How a CUDA block is timed (runner.engine.gpu_blocks): replays of a captured CUDA graph,
+# plain calls back to back, or each call between its own events.
+CUDA_GRAPH, BATCHED, PER_CALL = "cuda_graph", "batched", "per_call"
+GPU_METHODS = (CUDA_GRAPH, BATCHED, PER_CALL)
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,15 @@ class TimingSettings:
     min_sample_s: float = field(default=0.002, metadata=at_least(0))
     # CPU: torch threads while timing (torchao times with 1)
     threads: int = field(default=1, metadata=at_least(1))
-    flush_l2: bool = True  # CUDA: overwrite a buffer larger than L2 before every timed call
+    # CUDA: how blocks are timed (runner.engine.gpu_blocks): cuda_graph (falls back to
+    # batched where the call cannot be captured), batched or per_call. Each block waits
+    # behind a spin kernel, so the host's launch cost is out of the measurement.
+    gpu_method: str = field(default=CUDA_GRAPH, metadata=one_of(GPU_METHODS))
+    # CUDA: calls per block are raised until a block lasts this long on the GPU
+    min_gpu_block_s: float = field(default=0.001, metadata=at_least(0))
+    # CUDA per_call: overwrite a buffer larger than L2 before every timed call (cold L2).
+    # cuda_graph and batched run calls back to back: L2 is warm whatever this says.
+    flush_l2: bool = True
     # Paired speedups (runner.engine.paired): pairs (A B B A B A A B blocks) are added until the 95%
     # interval's half-width is at most `ci_target` of the speedup, or `budget_s` is spent
     # (at least `min_pairs`, at most `max_pairs` pairs).
@@ -58,6 +70,10 @@ class Timing:
 
     samples_ms: tuple[float, ...]
     calls_per_sample: int = 1
+    # CUDA: how samples were timed, as in runner.engine.paired.PairedTiming
+    method: str = ""
+    l2: str = ""
+    method_note: str = ""
 
     @property
     def median_ms(self) -> float:
@@ -84,4 +100,5 @@ class Timing:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Timing:
-        return cls(tuple(data["samples_ms"]), data["calls_per_sample"])
+        return cls(tuple(data["samples_ms"]), data["calls_per_sample"], data.get("method", ""),
+                   data.get("l2", ""), data.get("method_note", ""))
