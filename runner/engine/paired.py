@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from runner.contract.metrics import number_metric
-from runner.engine.timing_data import Timing, TimingSettings
+from runner.engine.timing_data import Timing, TimingSettings, method_info
 
 CONFIDENCE = 0.95
 # Sign-test intervals exist from 6 pairs on (two-sided 95%); fewer can never be stable.
@@ -113,13 +113,8 @@ class PairedTiming:
         """How the blocks were timed, for timers that say (records of older runs did not)."""
         if not self.method:
             return {}
-        found: dict[str, Any] = {"timing_method": self.method,
-                                 "calls_per_block": [self.baseline_calls, self.candidate_calls]}
-        if self.l2:
-            found["l2"] = self.l2
-        if self.method_note:
-            found["timing_note"] = self.method_note
-        return found
+        return {**method_info(self.method, self.l2, self.method_note),
+                "calls_per_block": [self.baseline_calls, self.candidate_calls]}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

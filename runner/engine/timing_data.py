@@ -21,6 +21,13 @@ CUDA_GRAPH, BATCHED, PER_CALL = "cuda_graph", "batched", "per_call"
 GPU_METHODS = (CUDA_GRAPH, BATCHED, PER_CALL)
 
 
+def method_info(method: str, l2: str, note: str) -> dict[str, Any]:
+    """How a timing was taken, for a record's metric.extra_info; nothing where the timer did
+    not say (records of older runs)."""
+    found = {"timing_method": method, "l2": l2, "timing_note": note}
+    return {key: value for key, value in found.items() if value} if method else {}
+
+
 @dataclass(frozen=True)
 class TimingSettings:
     """How carefully to time each call; tests and quick runs pass small values. A job's
@@ -30,8 +37,9 @@ class TimingSettings:
     # is reported
     samples: int = field(default=30, metadata=at_least(1))
     # warm-up calls run for at least this long (after a first call); calibrating the block
-    # is part of it. 0.02 s a side read A/A speedups as well as 0.05 s did, in less time
-    # per cell (perf/runner_aa.py, perf/cell_time.py).
+    # is part of it. 0.02 s a side read A/A speedups on CPU as well as 0.05 s did, in less
+    # time per cell (perf/runner_aa.py, perf/cell_time.py). CUDA warms up until its blocks
+    # agree too (runner.engine.gpu_blocks).
     warmup_s: float = field(default=0.02, metadata=at_least(0))
     # CPU: calls per sample (per block of a paired measurement) are raised until a sample
     # lasts this long. 2 ms blocks gave the A/A accuracy of 5 ms ones in a third of the time

@@ -13,7 +13,13 @@ import pytest
 from runner.engine import gpu_blocks
 from runner.engine.gpu_blocks import Blocks, pair_gpu, time_gpu, warm_up
 from runner.engine.run_settings import settings_problems
-from runner.engine.timing_data import BATCHED, CUDA_GRAPH, PER_CALL, TimingSettings
+from runner.engine.timing_data import (
+    BATCHED,
+    CUDA_GRAPH,
+    PER_CALL,
+    TimingSettings,
+    method_info,
+)
 
 LAUNCH_S = 5e-6  # host time of a kernel launch, an event record, a graph replay
 FLUSH_S = 100e-6  # GPU time of an L2 flush
@@ -184,7 +190,8 @@ def test_per_call_blocks_flush_l2_before_each_call_and_stop_at_their_cap():
     settings = TimingSettings(**{**SETTINGS.to_dict(), "gpu_method": PER_CALL, "samples": 4,
                                  "min_gpu_block_s": 0.002})  # 67 calls of 30 us
     timing = time_gpu(model, settings, gpu)
-    assert (timing.method, timing.l2) == (PER_CALL, "flushed")
+    assert method_info(timing.method, timing.l2, timing.method_note) == {
+        "timing_method": PER_CALL, "l2": "flushed"}
     assert timing.calls_per_sample == gpu_blocks.MAX_PER_CALL_BLOCK
     assert timing.samples_ms == pytest.approx((3 * GPU_S * 1000,) * 4)  # cold, flush left out
 
