@@ -280,3 +280,17 @@ def test_the_torch_timers_time_cuda_on_the_gpu_and_cpu_states_its_method():
                    clock=lambda: now[0])
     assert cpu.summary()["timing_method"] == CPU_BLOCKS
     assert "l2" not in cpu.summary()
+
+
+def test_the_command_line_sets_the_gpu_method_and_block_time():
+    import argparse
+
+    from runner.cli.timing_options import add_timing_options, timing_overrides
+
+    parser = argparse.ArgumentParser()
+    add_timing_options(parser)
+    args = parser.parse_args(["--gpu-method", "batched", "--min-gpu-block-time", "0.005"])
+    assert timing_overrides(args) == {"gpu_method": BATCHED, "min_gpu_block_s": 0.005}
+    assert timing_overrides(parser.parse_args([])) == {}
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--gpu-method", "fast"])
