@@ -21,7 +21,6 @@ from runner.cli.upload import add_upload_options, missing_token
 from runner.contract.status import OK
 from runner.engine.run_context import RunContext
 from runner.engine.specs import SpecError
-from runner.engine.timing_data import TimingSettings
 from runner.kernels.backends import BACKENDS, COMPILE_MODES
 from runner.kernels.definitions import DIRECTIONS, DTYPES, KERNELS
 from runner.kernels.records import cell_records
@@ -84,8 +83,7 @@ def main(args: argparse.Namespace) -> int:
     results, interrupted = [], False
     try:
         for number, cell in enumerate(cells, 1):
-            settings = TimingSettings(**cell.timing)
-            results.append(run_cell(cell, settings))
+            results.append(run_cell(cell, cell.timing_settings()))
             print(f"{number:5d}/{len(cells)}  {results[-1].status:7s}  {cell.key}",
                   file=sys.stderr, flush=True)
     except KeyboardInterrupt:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from runner.engine.timing_data import TimingSettings
+from runner.engine.timing_data import GPU_METHODS, TimingSettings
 
 # Command-line options of the sub-commands that time calls: flag -> (field, help).
 OPTIONS = {
@@ -15,6 +15,7 @@ OPTIONS = {
     "--warmup": ("warmup_s", "least warm-up time per side, seconds"),
     "--min-sample-time": ("min_sample_s", "CPU: least time per sample or block, seconds"),
     "--threads": ("threads", "CPU: torch threads while timing"),
+    "--min-gpu-block-time": ("min_gpu_block_s", "CUDA: least GPU time per block, seconds"),
     "--ci-target": ("ci_target", "speedups: stop once the 95%% CI half-width is at most "
                     "this fraction of the speedup"),
     "--budget": ("budget_s", "speedups: time budget for the pairs of one speedup, seconds"),
@@ -31,11 +32,15 @@ def add_timing_options(parser: argparse.ArgumentParser) -> None:
         kind = int if isinstance(getattr(defaults, name), int) else float
         group.add_argument(flag, dest=name, type=kind, metavar=kind.__name__.upper(),
                            help=f"{text} (default: {getattr(defaults, name)})")
+    group.add_argument("--gpu-method", dest="gpu_method", choices=GPU_METHODS,
+                       help="CUDA: time blocks as CUDA graph replays (batched where the call "
+                       "cannot be captured), batched calls, or each call alone "
+                       f"(default: {defaults.gpu_method})")
     group.add_argument("--no-l2-flush", dest="flush_l2", action="store_false", default=None,
-                       help="CUDA: keep L2 warm between timed calls")
+                       help="CUDA per_call: keep L2 warm between timed calls")
 
 
 def timing_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The TimingSettings fields the options set."""
-    names = [name for name, _ in OPTIONS.values()] + ["flush_l2"]
+    names = [name for name, _ in OPTIONS.values()] + ["gpu_method", "flush_l2"]
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}

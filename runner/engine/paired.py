@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from runner.contract.metrics import number_metric
-from runner.engine.timing_data import Timing, TimingSettings
+from runner.engine.timing_data import Timing, TimingSettings, method_info
 
 CONFIDENCE = 0.95
 # Sign-test intervals exist from 6 pairs on (two-sided 95%); fewer can never be stable.
@@ -47,6 +47,11 @@ class PairedTiming:
     candidate_calls: int = 1
     target: float = 0.02  # the relative CI half-width asked for
     stopped: str = STOPPED_CI  # what ended sampling: ci, budget or max_pairs
+    # How the timer timed a block: cpu_blocks, or on CUDA cuda_graph, batched or per_call
+    # (runner.engine.gpu_blocks); empty when the timer did not say.
+    method: str = ""
+    l2: str = ""  # CUDA: warm (calls back to back) or flushed (before every timed call)
+    method_note: str = ""  # why the method is not the one asked for, a warm-up not steady
 
     @property
     def pairs(self) -> int:
@@ -101,7 +106,15 @@ class PairedTiming:
             "ci_target": self.target,
             "stopped_by": self.stopped,
             "unstable": self.unstable,
+            **self._method_summary(),
         }
+
+    def _method_summary(self) -> dict[str, Any]:
+        """How the blocks were timed, for timers that say (records of older runs did not)."""
+        if not self.method:
+            return {}
+        return {**method_info(self.method, self.l2, self.method_note),
+                "calls_per_block": [self.baseline_calls, self.candidate_calls]}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

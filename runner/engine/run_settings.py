@@ -1,9 +1,9 @@
 """Checking run settings (a job's timing options, a spec's `timing`) against the dataclass
 that holds them, so every family validates them the same way and says the same things.
 
-A field's type says what a value must be (bool, int or float, a float meaning seconds); its
-metadata may set a bound: `field(default=30, metadata=at_least(1))`, and name a float that
-is not seconds: `above(0, "a fraction")`.
+A field's type says what a value must be (bool, int, float or str, a float meaning seconds);
+its metadata may set a bound: `field(default=30, metadata=at_least(1))`, name a float that
+is not seconds: `above(0, "a fraction")`, or list a str's choices: `one_of(("a", "b"))`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ def at_least(least: float, what: str | None = None) -> dict[str, Any]:
 
 def above(bound: float, what: str | None = None) -> dict[str, Any]:
     return {"above": bound, "what": what}
+
+
+def one_of(choices: tuple[str, ...]) -> dict[str, Any]:
+    return {"choices": choices}
 
 
 def settings_problems(settings: Any, schema: type, path: str = "") -> list[str]:
@@ -54,6 +58,9 @@ def validate(settings: Any, schema: type) -> None:
 def _value_problem(kind: Any, bounds: Mapping[str, Any], value: Any) -> str | None:
     if kind is bool:
         return None if isinstance(value, bool) else "must be true or false"
+    if kind is str:
+        choices = bounds["choices"]
+        return None if value in choices else f"must be one of {', '.join(choices)}"
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if kind is int:
         number = number and isinstance(value, int)

@@ -12,9 +12,20 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from runner.engine.run_settings import above, at_least
+from runner.engine.run_settings import above, at_least, one_of
 
 UNSTABLE_SPREAD = 0.10  # interquartile range over median above which a timing is flagged
+# How a CUDA block is timed (runner.engine.gpu_blocks): replays of a captured CUDA graph,
+# plain calls back to back, or each call between its own events.
+CUDA_GRAPH, BATCHED, PER_CALL = "cuda_graph", "batched", "per_call"
+GPU_METHODS = (CUDA_GRAPH, BATCHED, PER_CALL)
+
+
+def method_info(method: str, l2: str, note: str) -> dict[str, Any]:
+    """How a timing was taken, for a record's metric.extra_info; nothing where the timer did
+    not say (records of older runs)."""
+    found = {"timing_method": method, "l2": l2, "timing_note": note}
+    return {key: value for key, value in found.items() if value} if method else {}
 
 
 @dataclass(frozen=True)
@@ -26,8 +37,9 @@ class TimingSettings:
     # is reported
     samples: int = field(default=30, metadata=at_least(1))
     # warm-up calls run for at least this long (after a first call); calibrating the block
-    # is part of it. 0.02 s a side read A/A speedups as well as 0.05 s did, in less time
-    # per cell (perf/runner_aa.py, perf/cell_time.py).
+    # is part of it. 0.02 s a side read A/A speedups on CPU as well as 0.05 s did, in less
+    # time per cell (perf/runner_aa.py, perf/cell_time.py). CUDA warms up until its blocks
+    # agree too (runner.engine.gpu_blocks).
     warmup_s: float = field(default=0.02, metadata=at_least(0))
     # CPU: calls per sample (per block of a paired measurement) are raised until a sample
     # lasts this long. 2 ms blocks gave the A/A accuracy of 5 ms ones in a third of the time
@@ -35,7 +47,15 @@ class TimingSettings:
     min_sample_s: float = field(default=0.002, metadata=at_least(0))
     # CPU: torch threads while timing (torchao times with 1)
     threads: int = field(default=1, metadata=at_least(1))
-    flush_l2: bool = True  # CUDA: overwrite a buffer larger than L2 before every timed call
+    # CUDA: how blocks are timed (runner.engine.gpu_blocks): cuda_graph (falls back to
+    # batched where the call cannot be captured), batched or per_call. Each block waits
+    # behind a spin kernel, so the host's launch cost is out of the measurement.
+    gpu_method: str = field(default=CUDA_GRAPH, metadata=one_of(GPU_METHODS))
+    # CUDA: calls per block are raised until a block lasts this long on the GPU
+    min_gpu_block_s: float = field(default=0.001, metadata=at_least(0))
+    # CUDA per_call: overwrite a buffer larger than L2 before every timed call (cold L2).
+    # cuda_graph and batched run calls back to back: L2 is warm whatever this says.
+    flush_l2: bool = True
     # Paired speedups (runner.engine.paired): pairs (A B B A B A A B blocks) are added until the 95%
     # interval's half-width is at most `ci_target` of the speedup, or `budget_s` is spent
     # (at least `min_pairs`, at most `max_pairs` pairs).
@@ -58,6 +78,10 @@ class Timing:
 
     samples_ms: tuple[float, ...]
     calls_per_sample: int = 1
+    # CUDA: how samples were timed, as in runner.engine.paired.PairedTiming
+    method: str = ""
+    l2: str = ""
+    method_note: str = ""
 
     @property
     def median_ms(self) -> float:
@@ -84,4 +108,5 @@ class Timing:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Timing:
-        return cls(tuple(data["samples_ms"]), data["calls_per_sample"])
+        return cls(tuple(data["samples_ms"]), data["calls_per_sample"], data.get("method", ""),
+                   data.get("l2", ""), data.get("method_note", ""))

@@ -1,34 +1,32 @@
-"""Timing calls: CUDA events with L2 flushes on GPU, blocks of calls on CPU (imports torch).
+"""Timing calls: blocks of calls on CPU, blocks timed on the GPU on CUDA (imports torch).
 
 A lone timing (`measure`) runs a first call (compilation happens there), warm-up calls for at
 least `warmup_s`, then `samples` timed samples. A speedup (`measure_pair`) warms both sides
 the same way, then times them in interleaved blocks until its confidence interval is narrow
-enough (runner.engine.paired). Every sample is kept.
+enough (runner.engine.paired). Every sample is kept. CUDA timing, its warm-up included, is
+runner.engine.gpu_blocks.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import torch
 
+from runner.engine.gpu_blocks import GpuBackend, TorchCuda, pair_gpu, time_gpu
 from runner.engine.paired import PairedTiming, sample_pairs
 from runner.engine.timing_data import Timing, TimingSettings
 
 MIN_WARMUP_CALLS = 3
+CPU_BLOCKS = "cpu_blocks"  # the method a CPU speedup states: blocks timed by a host clock
 MAX_CALLS_PER_SAMPLE = 1_000_000
 # Calibration sizes a block this much past `min_sample_s`, so that a block stays above it
 # when calls vary a little.
 CALIBRATION_AIM = 1.1
-# Writing this much more than the L2 size evicts everything a previous call left there.
-L2_FLUSH_FACTOR = 2
-MIN_FLUSH_BYTES = 256 * 2**20
-# A paired CUDA block stops here even for tiny kernels: each call also pays an L2 flush.
-CUDA_BLOCK_CALLS = 50
 
 
 def measure(fn: Callable[[], object], device: str, settings: TimingSettings) -> Timing:
@@ -67,7 +65,7 @@ def time_cpu(
     fn()
     number = _calibrate(fn, settings, clock)
     samples = tuple(_block(fn, number, clock) for _ in range(settings.samples))
-    return Timing(samples, number)
+    return Timing(samples, number, CPU_BLOCKS)
 
 
 def pair_cpu(
@@ -89,9 +87,10 @@ def pair_cpu(
     candidate()
     calls = (_calibrate(baseline, settings, block_clock),
              _calibrate(candidate, settings, block_clock))
-    return sample_pairs(lambda: _block(baseline, calls[0], block_clock),
-                        lambda: _block(candidate, calls[1], block_clock), settings, calls,
-                        clock or time.perf_counter)
+    paired = sample_pairs(lambda: _block(baseline, calls[0], block_clock),
+                          lambda: _block(candidate, calls[1], block_clock), settings, calls,
+                          clock or time.perf_counter)
+    return replace(paired, method=CPU_BLOCKS)
 
 
 def _block(fn: Callable[[], object], number: int, clock: Callable[[], float]) -> float:
@@ -123,66 +122,16 @@ def _calibrate(fn: Callable[[], object], settings: TimingSettings,
             return number
 
 
-def time_cuda(fn: Callable[[], object], settings: TimingSettings) -> Timing:
-    """One call per sample between CUDA events, L2 flushed before each; one sync at the end.
-
-    A sample includes any wait for the CPU to launch the kernels, as eager inference does.
-    """
-    _warm_cuda(fn, settings)
-    flush = _flush_buffer() if settings.flush_l2 else None
-    samples = _cuda_calls(fn, settings.samples, flush)
-    del flush  # freed before the caller measures peak memory
-    return Timing(tuple(samples))
+def time_cuda(fn: Callable[[], object], settings: TimingSettings,
+              gpu: GpuBackend | None = None) -> Timing:
+    """`samples` blocks timed on the GPU, without the host's launch cost
+    (runner.engine.gpu_blocks)."""
+    return time_gpu(fn, settings, gpu or TorchCuda())
 
 
 def pair_cuda(baseline: Callable[[], object], candidate: Callable[[], object],
-              settings: TimingSettings) -> PairedTiming:
-    """Both sides in alternating blocks of calls between CUDA events (runner.engine.paired); a block
-    is enough calls to last `min_sample_s` of GPU time, at most CUDA_BLOCK_CALLS."""
-    calls = []
-    for fn in (baseline, candidate):
-        _warm_cuda(fn, settings)
-        probe = statistics.median(_cuda_calls(fn, MIN_WARMUP_CALLS, None)) / 1000
-        calls.append(max(1, min(CUDA_BLOCK_CALLS, math.ceil(settings.min_sample_s / probe))))
-    flush = _flush_buffer() if settings.flush_l2 else None
-
-
-    def block(fn: Callable[[], object], number: int) -> Callable[[], float]:
-        return lambda: statistics.fmean(_cuda_calls(fn, number, flush))
-
-    # The flush buffer is freed on return, before the caller measures peak memory.
-    return sample_pairs(block(baseline, calls[0]), block(candidate, calls[1]), settings,
-                        (calls[0], calls[1]))
-
-
-def _warm_cuda(fn: Callable[[], object], settings: TimingSettings) -> None:
-    fn()
-    torch.cuda.synchronize()
-    calls, start = 0, time.perf_counter()
-    while calls < MIN_WARMUP_CALLS or time.perf_counter() - start < settings.warmup_s:
-        fn()
-        calls += 1
-        if calls % 16 == 0:  # the clock only means something once the GPU has caught up
-            torch.cuda.synchronize()
-    torch.cuda.synchronize()
-
-
-def _cuda_calls(fn: Callable[[], object], number: int,
-                flush: torch.Tensor | None) -> list[float]:
-    """Milliseconds of each of `number` calls between CUDA events, L2 flushed before each."""
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(number)]
-    for begin, end in events:
-        if flush is not None:
-            flush.zero_()
-        begin.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return [begin.elapsed_time(end) for begin, end in events]
-
-
-def _flush_buffer() -> torch.Tensor:
-    l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-    size = max(L2_FLUSH_FACTOR * l2_bytes, MIN_FLUSH_BYTES)
-    return torch.empty(size, dtype=torch.int8, device="cuda")
+              settings: TimingSettings, gpu: GpuBackend | None = None) -> PairedTiming:
+    """Both sides in alternating blocks timed on the GPU (runner.engine.gpu_blocks); the
+    flush buffer and any CUDA graphs are freed on return, before the caller measures peak
+    memory."""
+    return pair_gpu(baseline, candidate, settings, gpu or TorchCuda())

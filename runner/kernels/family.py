@@ -43,8 +43,7 @@ def run(cell: dict[str, Any], settings: Mapping[str, Any], state: dict[str, Any]
     from runner.kernels.execute import run_cell  # torch: only when a cell runs
 
     spec_cell = KernelCell.from_dict(cell)
-    timing = TimingSettings(**{**spec_cell.timing, **settings})
-    result = run_cell(spec_cell, timing)
+    result = run_cell(spec_cell, spec_cell.timing_settings(settings))
     return Outcome(result.status, cell_records(result, context),
                    error=result.traceback or result.reason, measured_s=result.measured_s,
                    detail=result)

@@ -27,6 +27,7 @@ from runner.contract.names import (
 from runner.contract.status import OK, status_metric
 from runner.engine.paired import speedup_metric
 from runner.engine.run_context import RunContext
+from runner.engine.timing_data import method_info
 from runner.kernels.backends import optional_versions
 from runner.kernels.results import FAIL_ACCURACY, KernelResult
 from runner.kernels.spec import DEFAULT_RTOL
@@ -47,9 +48,11 @@ def cell_records(result: KernelResult, context: RunContext) -> list[dict[str, An
 def _measurements(result: KernelResult) -> list[dict[str, Any]]:
     timing = result.timing
     assert timing is not None and result.gbps is not None
+    taken = result.paired or timing  # how the samples were timed
     metrics = [
         number_metric(KernelMetric.LATENCY, list(timing.samples_ms), "ms", median=timing.median_ms,
-                calls_per_sample=timing.calls_per_sample),
+                calls_per_sample=timing.calls_per_sample,
+                **method_info(taken.method, taken.l2, taken.method_note)),
         number_metric(KernelMetric.BANDWIDTH, [result.gbps], "GB/s", bytes=result.bytes),
     ]
     if result.paired is not None:

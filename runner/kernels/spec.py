@@ -26,7 +26,7 @@ from typing import Any
 
 from runner.engine.run_settings import settings_problems
 from runner.engine.specs import SpecError, check_cell_count
-from runner.engine.timing_data import TimingSettings
+from runner.engine.timing_data import PER_CALL, TimingSettings
 from runner.kernels.backends import BACKENDS, COMPILE_MODES, label
 from runner.kernels.definitions import DIRECTIONS, DTYPES, KERNELS
 
@@ -40,6 +40,9 @@ MAX_ELEMENTS = 2**34  # M * N: beyond any GPU's memory, so surely a typo
 # the tensor. torch.testing's fixed atol fails weight gradients, sums over M rows whose
 # rounding error grows with M; scaled to the tensor, the check holds at any M.
 DEFAULT_RTOL = {"float32": 1e-4, "float16": 1e-3, "bfloat16": 1.6e-2}
+# A fused kernel's bandwidth is read cold, as before CUDA graphs: each call alone between
+# events, L2 flushed before it (runner.engine.gpu_blocks); a spec's `timing` may say otherwise.
+DEFAULT_TIMING = {"gpu_method": PER_CALL}
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,10 @@ class KernelCell:
     def key(self) -> str:
         return "/".join([self.kernel, self.direction, self.shape, self.dtype, self.device,
                          self.label])
+
+    def timing_settings(self, overrides: Mapping[str, Any] | None = None) -> TimingSettings:
+        """The spec's timing under a job's `overrides`, over the kernels' DEFAULT_TIMING."""
+        return TimingSettings(**{**DEFAULT_TIMING, **self.timing, **(overrides or {})})
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -89,7 +89,9 @@ def test_times_keep_every_sample_and_the_speedup_every_pair(results, context):
         "ci_target": 0.02, "unstable": result.unstable}.items()
     assert set(speedup_extra) <= {"unit", "compiled", "timing_samples", "notes", "speedup",
                                   "ci_low", "ci_high", "confidence", "pairs", "ci_target",
-                                  "stopped_by", "unstable", "load_avg_start", "load_avg_end"}
+                                  "stopped_by", "unstable", "load_avg_start", "load_avg_end",
+                                  "timing_method", "calls_per_block"}
+    assert speedup_extra["timing_method"] == "cpu_blocks"
     assert len(speedup_extra["load_avg_start"]) == 3  # the 1, 5 and 15 minute load
     assert by_name["SQNR (dB)"]["benchmark_values"] == [result.sqnr_db]
 

@@ -84,10 +84,11 @@ def test_timing_statistics():
     assert Timing((1.0, 1.01, 1.02, 1.03)).instability("eager") is None
 
 
-def test_cuda_timing_flushes_l2_before_every_timed_call(monkeypatch):
-    """The event sequence per sample, checked with stand-ins for the CUDA calls."""
+def test_cuda_per_call_timing_flushes_l2_before_every_timed_call_behind_a_spin(monkeypatch):
+    """The CUDA calls of a per_call block, checked with stand-ins for torch.cuda."""
     import torch
 
+    from runner.engine import gpu_blocks
     from runner.engine import torch_timers as timers
 
     log = []
@@ -108,15 +109,17 @@ def test_cuda_timing_flushes_l2_before_every_timed_call(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "Event", Event)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: log.append("sync"))
-    monkeypatch.setattr(timers, "_flush_buffer", Buffer)
-    result = timers.time_cuda(lambda: log.append("call"),
-                              TimingSettings(samples=3, warmup_s=0.0))
-    assert result == Timing((0.25, 0.25, 0.25), calls_per_sample=1)
-    first_flush = log.index("flush")
-    assert log[:first_flush].count("call") == 1 + timers.MIN_WARMUP_CALLS
-    assert log[first_flush:] == ["flush", "event", "call", "event"] * 3 + ["sync"]
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: log.append("spin"))
+    monkeypatch.setattr(gpu_blocks.TorchCuda, "flush_l2", lambda self: Buffer().zero_())
+    settings = TimingSettings(samples=3, warmup_s=0.0, gpu_method="per_call",
+                              min_gpu_block_s=0.001)
+    result = timers.time_cuda(lambda: log.append("call"), settings)
+    # 0.25 ms a call: blocks of 5 calls (1.25 ms) reach the 1 ms asked
+    assert result == Timing((0.25, 0.25, 0.25), 5, "per_call", "flushed")
+    last_block = log[len(log) - 1 - log[::-1].index("spin"):]
+    assert last_block == ["spin"] + ["flush", "event", "call", "event"] * 5 + ["sync"]
 
     log.clear()
     timers.time_cuda(lambda: log.append("call"),
-                     TimingSettings(samples=2, warmup_s=0.0, flush_l2=False))
+                     TimingSettings(**{**settings.to_dict(), "flush_l2": False}))
     assert "flush" not in log

@@ -1,0 +1,293 @@
+"""Timing CUDA calls by the GPU's time, not the host's.
+
+A small kernel (10-30 us on an H100) runs faster than Python launches it (dynamo guards, the
+inductor wrapper, tensor-subclass dispatch cost tens of us), so events around one call time
+the host, which moves with CPU load. Here a block of calls waits behind a spin kernel sized
+to outlast the host's enqueueing of the block: when the GPU reaches the block's first event,
+the whole block is queued, and the events see GPU time only (nvbench does the same). A block
+is timed one of three ways (TimingSettings.gpu_method):
+
+- cuda_graph: each call captured once in a CUDA graph; a block is N replays between two
+  events. A replay costs the host little, so the spin stays short. Where either side cannot
+  be captured (a host sync, a CPU branch on a tensor's value), both are timed batched, and
+  the timing says why.
+- batched: N plain calls between two events.
+- per_call: each call between its own events, L2 flushed before it when
+  TimingSettings.flush_l2 (nvbench's "cold" measurement); a block reads their mean.
+
+L2 is warm in the first two (calls back to back). N is raised until a block lasts
+TimingSettings.min_gpu_block_s of GPU time. Warm-up runs blocks until the last few agree (an
+idle GPU clocks far below its boost clock) or a cap is reached, and says which. Speedups
+pair the sides in ABBA blocks as on CPU (runner.engine.paired).
+
+Everything CUDA goes through a GpuBackend: TorchCuda here, a fake GPU in the tests. Plain
+Python: torch is imported when a TorchCuda is made.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from runner.engine.paired import PairedTiming, sample_pairs
+from runner.engine.timing_data import BATCHED, CUDA_GRAPH, PER_CALL, Timing, TimingSettings
+
+WARM, FLUSHED = "warm", "flushed"
+# Calibration aims this far past the least block time (as on CPU), growing 10x a step at most.
+CALIBRATION_AIM = 1.1
+MAX_GROWTH = 10.0
+MAX_BLOCK_CALLS = 100_000
+# per_call also flushes L2 before each call, which costs more GPU time than a small call.
+MAX_PER_CALL_BLOCK = 50
+# Warm-up is steady once the last STEADY_BLOCKS blocks agree within STEADY_TOLERANCE; it
+# stops unsteady after MAX_WARMUP_S (or `warmup_s` when longer) or MAX_WARMUP_BLOCKS.
+STEADY_BLOCKS = 3
+STEADY_TOLERANCE = 0.02
+MAX_WARMUP_S = 1.0
+MAX_WARMUP_BLOCKS = 200
+# The spin lasts SPIN_MARGIN times the host's usual enqueue time of a block (the median of
+# the last SPIN_HISTORY blocks, per call) plus SPIN_FLOOR_S, at most MAX_SPIN_S.
+SPIN_MARGIN = 2.0
+SPIN_FLOOR_S = 50e-6
+MAX_SPIN_S = 0.05
+SPIN_HISTORY = 8
+# The spin kernel counts SM cycles; sized at a clock above any current GPU's boost clock, it
+# lasts at least as long as asked.
+SPIN_CLOCK_HZ = 2.5e9
+# Writing this much more than the L2 size evicts everything a previous call left there.
+L2_FLUSH_FACTOR = 2
+MIN_FLUSH_BYTES = 256 * 2**20
+CAPTURE_WARMUP_CALLS = 3  # on a side stream before capture, as PyTorch's docs ask
+MAX_REASON_CHARS = 300
+
+Call = Callable[[], object]
+
+
+class Event(Protocol):
+    def record(self) -> None: ...
+
+
+class GpuBackend(Protocol):
+    """What the timers ask of a GPU."""
+
+    def host_time(self) -> float:
+        """The host's clock, seconds."""
+
+    def synchronize(self) -> None: ...
+
+    def event(self) -> Event:
+        """A timing event, recorded on the current stream."""
+
+    def elapsed_ms(self, start: Event, end: Event) -> float:
+        """GPU time between two recorded events, after a synchronize."""
+
+    def spin(self, seconds: float) -> None:
+        """Enqueue a kernel that keeps the GPU busy for at least `seconds`."""
+
+    def flush_l2(self) -> None:
+        """Enqueue a write that evicts L2."""
+
+    def capture(self, fn: Call) -> tuple[Call | None, str]:
+        """A replay of `fn` captured in a CUDA graph; None and why where it cannot be."""
+
+
+class TorchCuda:
+    """GpuBackend over torch.cuda, on the current device and stream."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+        self._flush: Any = None  # the flush buffer, made on first use
+
+    def host_time(self) -> float:
+        return time.perf_counter()
+
+    def synchronize(self) -> None:
+        self.torch.cuda.synchronize()
+
+    def event(self) -> Any:
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        return start.elapsed_time(end)
+
+    def spin(self, seconds: float) -> None:
+        self.torch.cuda._sleep(max(1, int(seconds * SPIN_CLOCK_HZ)))
+
+    def flush_l2(self) -> None:
+        if self._flush is None:
+            cuda = self.torch.cuda
+            l2_bytes = cuda.get_device_properties(cuda.current_device()).L2_cache_size
+            size = max(L2_FLUSH_FACTOR * l2_bytes, MIN_FLUSH_BYTES)
+            self._flush = self.torch.empty(size, dtype=self.torch.int8, device="cuda")
+        self._flush.zero_()
+
+    def capture(self, fn: Call) -> tuple[Call | None, str]:
+        cuda = self.torch.cuda
+        try:
+            side = cuda.Stream()
+            side.wait_stream(cuda.current_stream())
+            with cuda.stream(side):
+                for _ in range(CAPTURE_WARMUP_CALLS):
+                    fn()
+            cuda.current_stream().wait_stream(side)
+            graph = cuda.CUDAGraph()
+            with cuda.graph(graph):
+                fn()
+        except Exception as error:  # whatever the call does that capture forbids
+            cuda.synchronize()
+            return None, f"{type(error).__name__}: {error}"[:MAX_REASON_CHARS]
+        return graph.replay, ""
+
+
+class Blocks:
+    """One side's blocks: a spin kernel, then `calls` calls timed by events; calling it runs
+    one block and gives the milliseconds per call."""
+
+    def __init__(self, gpu: GpuBackend, call: Call, method: str, flush_l2: bool):
+        self.gpu, self.call, self.method, self.flush_l2 = gpu, call, method, flush_l2
+        self.calls = 1
+        self.enqueue_s: deque[float] = deque(maxlen=SPIN_HISTORY)  # host time per call
+        self.outran = 0  # blocks whose enqueueing outlasted their spin kernel
+
+    @property
+    def spin_s(self) -> float:
+        usual = statistics.median(self.enqueue_s) if self.enqueue_s else 0.0
+        return min(MAX_SPIN_S, SPIN_FLOOR_S + SPIN_MARGIN * usual * self.calls)
+
+    def __call__(self) -> float:
+        spin_s = self.spin_s
+        begin = self.gpu.host_time()
+        self.gpu.spin(spin_s)
+        spans = self._enqueue()
+        enqueued_s = self.gpu.host_time() - begin
+        self.gpu.synchronize()
+        self.outran += enqueued_s > spin_s
+        self.enqueue_s.append(enqueued_s / self.calls)
+        return sum(self.gpu.elapsed_ms(start, end) for start, end in spans) / self.calls
+
+    def _enqueue(self) -> list[tuple[Event, Event]]:
+        if self.method != PER_CALL:
+            return [self._timed(self.calls)]
+        spans = []
+        for _ in range(self.calls):
+            if self.flush_l2:
+                self.gpu.flush_l2()
+            spans.append(self._timed(1))
+        return spans
+
+    def _timed(self, calls: int) -> tuple[Event, Event]:
+        start, end = self.gpu.event(), self.gpu.event()
+        start.record()
+        for _ in range(calls):
+            self.call()
+        end.record()
+        return start, end
+
+    def grow(self, ms: float, least_s: float) -> bool:
+        """More calls per block when this block (`ms` per call) lasted less than `least_s`;
+        whether there are."""
+        block_s = ms * self.calls / 1000
+        most = MAX_PER_CALL_BLOCK if self.method == PER_CALL else MAX_BLOCK_CALLS
+        if block_s >= least_s or self.calls >= most:
+            return False
+        factor = min(MAX_GROWTH, least_s / max(block_s, 1e-9) * CALIBRATION_AIM)
+        self.calls = min(most, max(self.calls + 1, math.ceil(self.calls * factor)))
+        return True
+
+
+@dataclass(frozen=True)
+class Warmup:
+    steady: bool  # the last STEADY_BLOCKS blocks agreed before the cap
+    blocks: int
+    seconds: float
+
+
+def warm_up(blocks: Blocks, settings: TimingSettings) -> Warmup:
+    """Blocks, grown until one lasts `min_gpu_block_s`, until the last STEADY_BLOCKS of the
+    final size agree and `warmup_s` has passed, or the cap; this calibrates the block too."""
+    gpu = blocks.gpu
+    begin = gpu.host_time()
+    cap_s = max(MAX_WARMUP_S, settings.warmup_s)
+    recent: list[float] = []
+    count = 0
+    while True:
+        ms = blocks()
+        count += 1
+        spent = gpu.host_time() - begin
+        grown = blocks.grow(ms, settings.min_gpu_block_s)
+        recent = [] if grown else [*recent, ms][-STEADY_BLOCKS:]
+        steady = spent >= settings.warmup_s and _agree(recent)
+        if steady or spent >= cap_s or count >= MAX_WARMUP_BLOCKS:
+            blocks.outran = 0  # warm-up blocks are not measurements
+            return Warmup(steady, count, spent)
+
+
+def _agree(times: list[float]) -> bool:
+    return len(times) == STEADY_BLOCKS and max(times) - min(times) <= STEADY_TOLERANCE * min(times)
+
+
+def l2_policy(method: str, flush_l2: bool) -> str:
+    return FLUSHED if method == PER_CALL and flush_l2 else WARM
+
+
+def pair_gpu(baseline: Call, candidate: Call, settings: TimingSettings,
+             gpu: GpuBackend) -> PairedTiming:
+    """The candidate's speedup over the baseline in alternating blocks timed on the GPU."""
+    calls, method, note = _prepare(gpu, (baseline, candidate), settings.gpu_method)
+    sides = [Blocks(gpu, call, method, settings.flush_l2) for call in calls]
+    notes = [note] + [_warmup_note(name, warm_up(side, settings))
+                      for name, side in zip(("baseline", "candidate"), sides, strict=True)]
+    paired = sample_pairs(sides[0], sides[1], settings, (sides[0].calls, sides[1].calls),
+                          gpu.host_time)
+    notes.append(_outran_note(sum(side.outran for side in sides)))
+    return replace(paired, method=method, l2=l2_policy(method, settings.flush_l2),
+                   method_note="; ".join(text for text in notes if text))
+
+
+def time_gpu(fn: Call, settings: TimingSettings, gpu: GpuBackend) -> Timing:
+    """A lone timing: `samples` blocks of one call, each timed on the GPU."""
+    calls, method, note = _prepare(gpu, (fn,), settings.gpu_method)
+    blocks = Blocks(gpu, calls[0], method, settings.flush_l2)
+    warmup_note = _warmup_note("the call", warm_up(blocks, settings))
+    samples = tuple(blocks() for _ in range(settings.samples))
+    notes = (note, warmup_note, _outran_note(blocks.outran))
+    return Timing(samples, blocks.calls, method, l2_policy(method, settings.flush_l2),
+                  "; ".join(text for text in notes if text))
+
+
+def _prepare(gpu: GpuBackend, fns: Sequence[Call], method: str) -> tuple[list[Call], str, str]:
+    """The calls to time after a first call of each (compilation happens there): CUDA graph
+    replays when asked for and every side captures, else the calls; the method they are
+    timed by, and why it is not the one asked for."""
+    for fn in fns:
+        fn()
+    gpu.synchronize()
+    if method != CUDA_GRAPH:
+        return list(fns), method, ""
+    replays = []
+    for fn in fns:
+        replay, reason = gpu.capture(fn)
+        if replay is None:
+            return list(fns), BATCHED, f"no CUDA graph ({reason}): batched calls instead"
+        replays.append(replay)
+    return replays, CUDA_GRAPH, ""
+
+
+def _warmup_note(what: str, warmup: Warmup) -> str:
+    if warmup.steady:
+        return ""
+    return (f"warm-up of {what} not steady after {warmup.blocks} blocks "
+            f"({warmup.seconds:.2f} s)")
+
+
+def _outran_note(count: int) -> str:
+    if not count:
+        return ""
+    return f"{count} blocks may include host time (enqueueing outlasted the spin kernel)"
