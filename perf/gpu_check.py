@@ -431,7 +431,8 @@ def render(check: Check, targets: list[Target]) -> str:
 
 def spec_yaml(name: str, recipes: tuple[str, ...], shapes: tuple[Shape, ...], device: str,
               compile_mode: str | None) -> str:
-    """A torchao microbenchmark config that both runners read."""
+    """A torchao microbenchmark config that both runners read (torchao's runner compiles only
+    with `use_torch_compile: true` in its recent versions, with the mode alone in older ones)."""
     shape_list = ", ".join(f"[{m}, {k}, {n}]" for m, k, n in shapes)
     mode = f'"{compile_mode}"' if compile_mode else "false"
     return "\n".join([
@@ -443,6 +444,7 @@ def spec_yaml(name: str, recipes: tuple[str, ...], shapes: tuple[Shape, ...], de
         "    matrix_shapes:",
         f'      - name: "custom"\n        shapes: [{shape_list}]',
         '    high_precision_dtype: "torch.bfloat16"',
+        f"    use_torch_compile: {'true' if compile_mode else 'false'}",  # torchao's switch
         f"    torch_compile_mode: {mode}",
         f'    device: "{device}"',
         '    model_type: "linear"',
@@ -461,26 +463,34 @@ class Process:
 
 def run_process(name: str, argv: list[str], folder: Path, pythonpath: list[str],
                 timeout: float) -> Process:
-    """A command in `folder` with caches of its own, timed from start to exit."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([*pythonpath, env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep)
+    """A command in `folder` with caches of its own, timed from start to exit. At `timeout` it
+    gets SIGTERM, on which the runner writes the records of the cells it finished."""
+    env = _environment(pythonpath)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(folder / "inductor-cache")
     env["TRITON_CACHE_DIR"] = str(folder / "triton-cache")
     started = time.perf_counter()
-    try:
-        done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True,
-                              timeout=timeout)
-        rc, stdout, stderr = done.returncode, done.stdout, done.stderr
-    except subprocess.TimeoutExpired as expired:
-        rc, stdout, stderr = None, _text(expired.stdout), _text(expired.stderr)
+    with subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as child:
+        try:
+            stdout, stderr = child.communicate(timeout=timeout)
+            rc = child.returncode
+        except subprocess.TimeoutExpired:
+            child.terminate()
+            try:
+                stdout, stderr = child.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                stdout, stderr = child.communicate()
+            rc = None
     wall = time.perf_counter() - started
     last = (stdout.strip().splitlines() or [""])[-1]
     return Process(name, rc, wall, "\n".join((stdout + stderr).strip().splitlines()[-8:]), last)
 
 
-def _text(data: bytes | str | None) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
+def _environment(pythonpath: list[str]) -> dict[str, str]:
+    """This process's environment with `pythonpath` first on PYTHONPATH."""
+    paths = [*pythonpath, os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in paths if path)}
 
 
 def run_ours(name: str, spec: Path, work: Path, args: argparse.Namespace
@@ -499,10 +509,9 @@ def run_ours(name: str, spec: Path, work: Path, args: argparse.Namespace
 def torchao_importable(pythonpath: list[str]) -> bool:
     probe = ("import importlib.util, sys; "
              "sys.exit(importlib.util.find_spec('benchmarks.microbenchmarks') is None)")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [*pythonpath, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     try:
-        return subprocess.run([sys.executable, "-c", probe], env=env, cwd=tempfile.gettempdir(),
+        return subprocess.run([sys.executable, "-c", probe], env=_environment(pythonpath),
+                              cwd=tempfile.gettempdir(),
                               capture_output=True, timeout=60).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False

@@ -254,6 +254,7 @@ def test_torchao_speedups_from_its_csv():
 def test_written_specs_are_what_the_runner_reads():
     text = gpu_check.spec_yaml("gpu_check", gpu_check.RECIPES["cuda"], gpu_check.SHAPES["cuda"],
                                "cuda", "default")
+    assert "use_torch_compile: true" in text  # what recent torchao runners compile by
     cells = parse_spec(yaml.safe_load(text)).cells()
     assert len(cells) == 9
     assert {(c.quantization, (c.shape.m, c.shape.k, c.shape.n)) for c in cells} == {
@@ -291,3 +292,10 @@ def test_torchaos_runner_runs_in_a_process_and_its_csv_is_read(tmp_path):
     rows, process = gpu_check.run_torchao(tmp_path / "spec.yml", work, args)
     assert process.rc == 0 and process.wall_s > 0
     assert gpu_check.torchao_speedups(rows) == {("int8wo", (16, 256, 256)): 0.55}
+
+
+def test_a_process_past_its_time_is_stopped_and_says_so(tmp_path):
+    argv = [sys.executable, "-c", "import time; print('started', flush=True); time.sleep(60)"]
+    process = gpu_check.run_process("slow", argv, tmp_path, [], timeout=1.0)
+    assert process.rc is None and process.wall_s < 30
+    assert process.last == "started"
