@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# perf/gpu_check.py on the lent GPU machine (issue 29), in one call, within 8 minutes.
+#
+# That machine has torch 2.11 (python3 is Python 3.12 with PyTorch, PyYAML, tqdm, numpy,
+# tabulate) and no network: the runner's other needs, torchao and msgspec, travel as wheels.
+# The device tool sends the session's own checkout: this script and perf/gpu_check.py must
+# be in it (merged), and the wheels in its ignored .whl/ folder.
+#
+# Once, here, in the repository root (pip with network; the versions the runner pins):
+#   echo /.whl/ >> .git/info/exclude
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 \
+#     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
+#     torchao==0.18.0 msgspec==0.22.0
+#   (torchao 0.18 is built for a newer torch: its C++ kernels do not load on 2.11, its
+#   Python does, which is all int8dq and float8dq-row use. If it fails to import there,
+#   carry the torchao release built for torch 2.11 instead.)
+# Optional, for (c): torchao's runner is in its source tree, not in the wheel. Copy a torchao
+# checkout's benchmarks/ folder (a package: benchmarks/__init__.py,
+# benchmarks/microbenchmarks/...) to .torchao/benchmarks and `echo /.torchao/ >>
+# .git/info/exclude`; without it the check says "not importable" and skips that target.
+#
+# Then, through the device tool (one call; the check itself stops itself at 9.5 minutes):
+#   run(command="bash perf/gpu_check_device.sh", carry=[".whl", ".torchao"], timeout_s=600)
+# Arguments go on to perf/gpu_check.py. The session's 15 device minutes hold one such call
+# (the machine's start takes a minute or two): prepare everything here first.
+# What comes back under $OUT: gpu_check.txt (the table and targets), gpu_check.json (the
+# summary), records.json (every run's records), torchao.csv (its runner's CSV), log.
+set -uo pipefail
+out="${OUT:-gpu_check_out}"
+mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl || exit 3
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+python3 -c "import torch, torchao, msgspec, yaml, tqdm; print('torch', torch.__version__,
+'torchao', torchao.__version__, torch.cuda.get_device_name())" 2>&1 | grep -v '^Failed to load' \
+  || exit 3
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv || true
+args=(--device cuda --out "$out" "$@")  # e.g. --budget 1 for less time per speedup
+[ -d .torchao/benchmarks ] && args+=(--torchao-src .torchao)
+timeout 570 python3 perf/gpu_check.py "${args[@]}" 2>&1 | tee "$out/log"
