@@ -6,8 +6,8 @@
 # The device tool sends the session's own checkout: this script and perf/gpu_check.py must
 # be in it (merged), and the wheels in its ignored .whl/ folder.
 #
-# Once, here, in the repository root (pip with network; the versions the runner pins):
-#   echo /.whl/ >> .git/info/exclude
+# Once, here, in the repository root (pip with network; the versions the runner pins; .whl/
+# and .torchao/ are git-ignored):
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 \
 #     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
@@ -17,8 +17,7 @@
 #   carry the torchao release built for torch 2.11 instead.)
 # Optional, for (c): torchao's runner is in its source tree, not in the wheel. Copy a torchao
 # checkout's benchmarks/ folder (a package: benchmarks/__init__.py,
-# benchmarks/microbenchmarks/...) to .torchao/benchmarks and `echo /.torchao/ >>
-# .git/info/exclude`; without it the check says "not importable" and skips that target.
+# benchmarks/microbenchmarks/...) to .torchao/benchmarks; without it the check says "not importable" and skips that target.
 #
 # Then, through the device tool (one call; the check itself stops itself at 9.5 minutes):
 #   run(command="bash perf/gpu_check_device.sh", carry=[".whl", ".torchao"], timeout_s=600)
