@@ -127,7 +127,7 @@ def cell_budget_note(paired: PairedTiming, what: str, settings: TimingSettings) 
     if paired.stopped != STOPPED_CELL_BUDGET:
         return None
     least = max(settings.min_pairs, LEAST_PAIRS)
-    measured = (f"measured {paired.pairs} pairs of {least}" if paired.pairs < least
+    measured = (f"measured {paired.pairs} of {least} pairs" if paired.pairs < least
                 else f"stopped after {paired.pairs} pairs")
     return f"{what} speedup: {measured}: cell budget spent"
 

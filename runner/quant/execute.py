@@ -178,9 +178,9 @@ def _time_pairs(cell: QuantCell, baseline: Any, model: Any, data: torch.Tensor,
     for number in range(1, planned + 1):
         left = deadline - clock()
         if number > 1 and left < build_s:
-            result.notes.append(f"compiled builds {number}-{planned} of {planned} skipped: "
-                                f"{max(left, 0):.1f} s left of the cell budget, a build took "
-                                f"{build_s:.1f} s")
+            skipped = f"build {number}" if number == planned else f"builds {number}-{planned}"
+            result.notes.append(f"compiled {skipped} of {planned} skipped: {max(left, 0):.1f} s "
+                                f"left of the cell budget, a build took {build_s:.1f} s")
             break
         started = clock()
         if number > 1:
@@ -286,7 +286,8 @@ def _timing_suspicions(result: CellResult) -> list[str]:
     speedup = result.speedup
     if speedup is None or speedup > SUSPECT_SPEEDUP:
         return []
-    return [f"quantized {1 / speedup:,.0f}x slower than bf16 ({speedup:.4f}x)"]
+    slower = f"{1 / speedup:,.0f}x" if speedup > 0 else "infinitely"
+    return [f"speedup {speedup:.4f}x: the quantized model {slower} slower than bf16"]
 
 
 def _mark_suspect(cell: QuantCell, forward: Callable[[], object], why: str, deadline: float,
