@@ -173,6 +173,23 @@ def _time_pairs(cell: QuantCell, baseline: Any, model: Any, data: torch.Tensor,
     if not cell.compile_mode:
         return model
     planned = settings.builds or (CUDA_BUILDS if cell.device == "cuda" else 1)
+    builds, compiled = _compiled_builds(cell, baseline, model, data, planned, settings,
+                                        deadline, result)
+    result.compiled = builds[0]
+    if planned > 1:
+        result.builds = builds
+        note = result.compiled_combined.disagreement("compiled")
+        if note:
+            result.notes.append(note)
+    return compiled
+
+
+def _compiled_builds(cell: QuantCell, baseline: Any, model: Any, data: torch.Tensor,
+                     planned: int, settings: TimingSettings, deadline: float,
+                     result: CellResult) -> tuple[list[PairedTiming], Any]:
+    """Up to `planned` builds, each a fresh compile of both sides and its own pairs; a build
+    after the first runs only when the last one's time is left. The builds' timings and
+    the last compiled model."""
     builds: list[PairedTiming] = []
     build_s = 0.0
     for number in range(1, planned + 1):
@@ -193,13 +210,7 @@ def _time_pairs(cell: QuantCell, baseline: Any, model: Any, data: torch.Tensor,
         builds.append(_paired(cell, what, lambda b=compiled_baseline: b(data),
                               lambda q=compiled: q(data), settings, deadline, result))
         build_s = clock() - started
-    result.compiled = builds[0]
-    if planned > 1:
-        result.builds = builds
-        note = result.compiled_combined.disagreement("compiled")
-        if note:
-            result.notes.append(note)
-    return compiled
+    return builds, compiled
 
 
 def _paired(cell: QuantCell, what: str, baseline_call: Callable[[], object],
