@@ -126,6 +126,11 @@ def test_a_quantized_model_1000x_slower_than_bf16_is_suspect_with_its_top_kernel
     assert info["suspect"] == result.suspect and info["top_kernels"] == result.top_kernels
     others = [r for r in records(result) if r["metric"]["name"] != "Fwd Speedup (x)"]
     assert others and all("top_kernels" not in r["metric"]["extra_info"] for r in others)
+    from runner.cli.outputs import status_counts
+    from runner.quant.report import table
+
+    assert status_counts([result]) == {"suspect": 1}
+    assert " suspect " in table([result])
 
 
 def test_the_baseline_recipe_is_never_suspect(make_cell, monkeypatch):
