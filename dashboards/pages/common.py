@@ -61,6 +61,39 @@ def interval_of(extra_info: Any) -> Interval | None:
                     pairs if type(pairs) is int else None, extra_info.get("unstable") is True)
 
 
+SUSPECT_TEXT = 300  # characters of an uploaded reason or kernel name shown
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """Why the runner found a result's numbers suspect (a quantized model far slower than
+    bf16, an SQNR that makes no sense), and the kernel its time went to: shown, never
+    coloured as an ordinary result."""
+
+    reason: str
+    top_kernel: str | None = None  # "name (total ms)" of the profiled calls
+
+    def describe(self) -> str:
+        """"suspect: speedup 0.0010x: ...; top kernel aten::mm (3.100 ms)"."""
+        text = f"suspect: {self.reason}"
+        return f"{text}; top kernel {self.top_kernel}" if self.top_kernel else text
+
+
+def suspect_of(extra_info: Any) -> Suspect | None:
+    """The suspicion a result's extra_info carries (runner.quant.records); None without one.
+    Uploads are untrusted: a reason that is not text is none, a malformed kernel unknown."""
+    if not isinstance(extra_info, dict) or not isinstance(extra_info.get("suspect"), str):
+        return None
+    kernels = extra_info.get("top_kernels")
+    top = kernels[0] if isinstance(kernels, list) and kernels else None
+    name = top.get("name") if isinstance(top, dict) else None
+    kernel = None
+    if isinstance(name, str):
+        total = _finite(top.get("total_ms"))
+        kernel = name[:SUSPECT_TEXT] + (f" ({total:.3f} ms)" if total is not None else "")
+    return Suspect(extra_info["suspect"][:SUSPECT_TEXT], kernel)
+
+
 def _finite(value: Any) -> float | None:
     if type(value) not in (int, float) or not math.isfinite(value):
         return None

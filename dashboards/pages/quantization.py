@@ -1,4 +1,8 @@
-"""Quantization page: speedup over bf16 per recipe and shape for one commit, and base vs new."""
+"""Quantization page: speedup over bf16 per recipe and shape for one commit, and base vs new.
+
+A cell the runner marked suspect (its quantized model far slower than bf16, or an SQNR that
+makes no sense) keeps its number but is never coloured as a speedup: "suspect" in the
+heatmap and the table, with the reason and top kernel, left out of geomeans and changes."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from dashboards.families import FamilyPage, register
 from dashboards.filters import choice, commit_choices, pairs, percent, prefer, short_sha
 from dashboards.pages.common import (
     Interval,
+    Suspect,
     change_class,
     compare_url,
     geomean,
@@ -24,6 +29,7 @@ from dashboards.pages.common import (
     measured_text,
     page_url,
     sanity_verdict,
+    suspect_of,
     within_noise,
 )
 from dashboards.pages.family import CommitFilters
@@ -61,6 +67,7 @@ class QuantRow:
     values: dict[str, float | None] = field(default_factory=dict)
     status: str = ""  # "skipped" / "failed" from the runner's status records
     interval: Interval | None = None  # the speedup's, when the runner measured one
+    suspect: Suspect | None = None  # the speedup's, when the runner found it suspect
 
     @property
     def unstable(self) -> bool:
@@ -68,8 +75,15 @@ class QuantRow:
 
     @property
     def neutral(self) -> bool:
-        """Whether the speedup is within the noise: its interval holds 1.00, or unstable."""
-        return self.unstable or (self.interval is not None and self.interval.contains(1.0))
+        """Whether the speedup is not coloured: suspect, or within the noise (its interval
+        holds 1.00, or unstable)."""
+        return (self.suspect is not None or self.unstable
+                or (self.interval is not None and self.interval.contains(1.0)))
+
+    @property
+    def ordinary(self) -> bool:
+        """A measured speedup to count in geomeans: present and not suspect."""
+        return bool(self.values.get(SPEEDUP)) and self.suspect is None
 
 
 def _results(repo: str, sha: str, arch: str, compile_mode: str, layer: str = ""):
@@ -104,7 +118,7 @@ def cells_of(repo: str, sha: str, arch: str, compile_mode: str,
         else:
             cell.values[metric] = value
             if metric == SPEEDUP:
-                cell.interval = interval_of(info)
+                cell.interval, cell.suspect = interval_of(info), suspect_of(info)
     return cells
 
 
@@ -227,7 +241,7 @@ def sanity_lines(cells: dict[tuple[Row, str], QuantRow], shapes: list[str]) -> l
 
 def _label(cell: QuantRow | None) -> str:
     """The cell's text in the heatmap: "≈" marks a speedup whose interval holds 1.00, "?" an
-    unstable one."""
+    unstable one; a suspect one says so."""
     if cell is None:
         return "—"
     if cell.status:
@@ -235,13 +249,18 @@ def _label(cell: QuantRow | None) -> str:
     value = _speedup(cell)
     if value is None:
         return "—"
+    if cell.suspect:
+        return f"suspect {value:.3g}x"
     near = "≈" if cell.interval is not None and cell.interval.contains(1.0) else ""
     return f"{near}{value:.2f}x{'?' if cell.unstable else ''}"
 
 
 def _hover(cell: QuantRow | None) -> str:
     value = _speedup(cell)
-    return _label(cell) if value is None else measured_text(value, cell.interval)
+    if value is None:
+        return _label(cell)
+    text = measured_text(value, cell.interval)
+    return f"{text}: {cell.suspect.describe()}" if cell.suspect else text
 
 
 def _heatmap(title, keys, labels, shapes, cells) -> dict:
@@ -263,7 +282,10 @@ def _change(new: float | None, old: float | None) -> float | None:
 
 
 def _noisy(cell: QuantRow | None, before: QuantRow | None) -> bool:
-    """Whether the change between two cells' speedups is inside their noise."""
+    """Whether the change between two cells' speedups is not to be coloured: inside their
+    noise, or either suspect."""
+    if any(c is not None and c.suspect for c in (cell, before)):
+        return True
     return within_noise(cell and cell.interval, before and before.interval)
 
 
@@ -293,8 +315,8 @@ def _geomeans(recipes, new, old, base, threshold, common_only, layered) -> Table
         columns += ["base geomean", "base points", "change"]
     table = Table("geomean", columns, [])
     for recipe in recipes:
-        shapes_new = {s for (r, s), c in new.items() if r == recipe and _speedup(c)}
-        shapes_old = {s for (r, s), c in old.items() if r == recipe and _speedup(c)}
+        shapes_new = {s for (r, s), c in new.items() if r == recipe and c.ordinary}
+        shapes_old = {s for (r, s), c in old.items() if r == recipe and c.ordinary}
         if base and common_only:
             shapes_new = shapes_old = shapes_new & shapes_old
         total = sum(1 for r, _ in new if r == recipe)
@@ -329,6 +351,8 @@ def _metric_columns(cell: QuantRow | None) -> list:
 def _status(cell: QuantRow | None) -> str:
     if cell is None:
         return "missing"
+    if cell.suspect and not cell.status:
+        return cell.suspect.describe()
     return cell.status or ("unstable" if cell.unstable else OK)
 
 
@@ -347,7 +371,7 @@ def _cells_table(state, recipes, shapes, new, old, base, threshold, layered) -> 
                 continue
             row = [recipe[0], *([recipe[1]] if layered else []), shape,
                    *_metric_columns(cell), _status(cell)]
-            classes = {}
+            classes = {"speedup": "noise", "status": "suspect"} if cell and cell.suspect else {}
             if base:
                 change = _change(_speedup(cell), _speedup(before))
                 row += [_speedup(before), None if change is None else round(100 * change, 2)]

@@ -20,6 +20,7 @@ from dashboards.pages.common import (
     page_url,
     sanity_verdict,
     spread_text,
+    suspect_of,
 )
 from dashboards.paging import paged
 from dashboards.render import Page, Table
@@ -112,11 +113,16 @@ def build(state: State, pk: int) -> Page:
                               *dimensions, "string values"], [], paging=paging)
     explorer = reverse("dashboards:explorer")
     for *series, value, values, info, target, series_id, strings in shown:
-        spread = spread_text(values, info)
+        spread, suspect = spread_text(values, info), suspect_of(info)
+        if suspect:  # the number stays, marked and greyed like an unstable one
+            spread = "; ".join(filter(None, [spread, suspect.describe()]))
         table.rows.append([*series, value, spread, target, *identities[series_id],
                            ", ".join(strings) if strings else None])
-        table.classes.append({"spread": "spread noise" if spread and "unstable" in spread
-                              else "spread"})
+        if suspect:
+            table.classes.append({"value": "noise", "spread": "spread suspect"})
+        else:
+            table.classes.append({"spread": "spread noise" if spread and "unstable" in spread
+                                  else "spread"})
         table.links.append({"model": page_url(
             explorer, repo=run.repo, benchmark=series[0], model=series[1], metric=series[2],
             branch=run.head_branch, range="90d")})

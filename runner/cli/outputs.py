@@ -34,9 +34,17 @@ def write_json(path: Path, records: list[dict[str, Any]]) -> None:
 
 
 def status_counts(results: Iterable[Any]) -> Counter:
-    """Cells by status, an ok cell whose speedup stayed unstable counted as "unstable"."""
-    return Counter("unstable" if result.status == OK and result.unstable else result.status
-                   for result in results)
+    """Cells by status; an ok cell counted as "suspect" when its numbers make no sense (a
+    quantization cell's `suspect`), else as "unstable" when its speedup stayed unstable."""
+    return Counter(_counted_as(result) for result in results)
+
+
+def _counted_as(result: Any) -> str:
+    if result.status != OK:
+        return result.status
+    if getattr(result, "suspect", None):
+        return "suspect"
+    return "unstable" if result.unstable else OK
 
 
 def finish(args: argparse.Namespace, records: list[dict[str, Any]], counts: Counter,

@@ -24,6 +24,14 @@ GPU_FIELDS = {
     "driver_version": "gpu_driver",
 }
 NVIDIA_SMI_TIMEOUT_S = 10
+# What a cell reads of the GPU at its start and end (gpu_clocks).
+CLOCK_FIELDS = ("gpu_sm_clock_mhz", "gpu_mem_clock_mhz", "gpu_temperature_c",
+                "gpu_power_draw_w", "gpu_throttle_reasons")
+# Clock event ("throttle") reasons that slow the clocks under load: software power cap, hardware
+# slowdown, software and hardware thermal slowdown, power brake. Idle, application clocks,
+# sync boost and display clocks are settings or rest, not throttling.
+THROTTLING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+CLOCKS_MOVED_SHARE = 0.10  # of the SM clock between a cell's start and end
 
 
 def load_average() -> list[float] | None:
@@ -65,6 +73,65 @@ def gpu_state() -> dict[str, Any]:
     return {name: _number(value) for name, value in zip(GPU_FIELDS.values(), values,
                                                         strict=True)
             if value and value not in ("[N/A]", "[Not Supported]")}
+
+
+def gpu_clocks() -> dict[str, Any]:
+    """The first GPU's SM and memory clocks, temperature, power draw and throttle reasons
+    now: through NVML when nvidia-ml-py is installed (no subprocess), else nvidia-smi."""
+    state = _nvml_clocks()
+    if state is None:
+        state = {name: value for name, value in gpu_state().items() if name in CLOCK_FIELDS}
+    return state
+
+
+def _nvml_clocks() -> dict[str, Any] | None:
+    try:
+        import pynvml  # nvidia-ml-py, on GPU images; optional
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        try:
+            gpu = pynvml.nvmlDeviceGetHandleByIndex(0)
+            reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
+                pynvml.nvmlDeviceGetCurrentClocksThrottleReasons)
+            return {
+                "gpu_sm_clock_mhz": float(pynvml.nvmlDeviceGetClockInfo(
+                    gpu, pynvml.NVML_CLOCK_SM)),
+                "gpu_mem_clock_mhz": float(pynvml.nvmlDeviceGetClockInfo(
+                    gpu, pynvml.NVML_CLOCK_MEM)),
+                "gpu_temperature_c": float(pynvml.nvmlDeviceGetTemperature(
+                    gpu, pynvml.NVML_TEMPERATURE_GPU)),
+                "gpu_power_draw_w": pynvml.nvmlDeviceGetPowerUsage(gpu) / 1000,
+                "gpu_throttle_reasons": f"0x{reasons(gpu):016x}",  # as nvidia-smi writes it
+            }
+        finally:
+            pynvml.nvmlShutdown()
+    except pynvml.NVMLError:
+        return None
+
+
+def clocks_moved(start: dict[str, Any], end: dict[str, Any],
+                 share: float = CLOCKS_MOVED_SHARE) -> str | None:
+    """Why a cell's GPU clocks did not hold between two gpu_clocks reads: the SM clock moved
+    by more than `share`, or either read found the GPU throttling; None when they held (or
+    nothing could be read)."""
+    reasons = []
+    before, after = start.get("gpu_sm_clock_mhz"), end.get("gpu_sm_clock_mhz")
+    if (isinstance(before, float) and isinstance(after, float) and before > 0
+            and abs(after - before) / before > share):
+        reasons.append(f"SM clock {before:.0f} -> {after:.0f} MHz")
+    throttled = (_throttling(start) | _throttling(end)) & THROTTLING
+    if throttled:
+        reasons.append(f"throttle reasons 0x{throttled:x}")
+    return "; ".join(reasons) or None
+
+
+def _throttling(state: dict[str, Any]) -> int:
+    try:
+        return int(str(state.get("gpu_throttle_reasons", "0")), 16)
+    except ValueError:
+        return 0
 
 
 def _read(path: Path) -> str | None:

@@ -32,6 +32,7 @@ CONFIDENCE = 0.95
 # Sign-test intervals exist from 6 pairs on (two-sided 95%); fewer can never be stable.
 LEAST_PAIRS = 6
 STOPPED_CI, STOPPED_BUDGET, STOPPED_PAIRS = "ci", "budget", "max_pairs"
+STOPPED_CELL_BUDGET = "cell_budget"  # the cell's wall budget ran out (TimingSettings)
 
 Block = Callable[[], float]  # runs one block of calls; returns ms per call
 
@@ -46,7 +47,7 @@ class PairedTiming:
     baseline_calls: int = 1  # calls per block
     candidate_calls: int = 1
     target: float = 0.02  # the relative CI half-width asked for
-    stopped: str = STOPPED_CI  # what ended sampling: ci, budget or max_pairs
+    stopped: str = STOPPED_CI  # what ended sampling: ci, budget, max_pairs or cell_budget
     # How the timer timed a block: cpu_blocks, or on CUDA cuda_graph, batched or per_call
     # (runner.engine.gpu_blocks); empty when the timer did not say.
     method: str = ""
@@ -134,6 +135,16 @@ def speedup_metric(name: str, paired: PairedTiming, **extra: Any) -> dict[str, A
                          **paired.summary(), **extra)
 
 
+def cell_budget_note(paired: PairedTiming, what: str, settings: TimingSettings) -> str | None:
+    """A note for the records when the cell's budget stopped the pairs."""
+    if paired.stopped != STOPPED_CELL_BUDGET:
+        return None
+    least = max(settings.min_pairs, LEAST_PAIRS)
+    measured = (f"measured {paired.pairs} of {least} pairs" if paired.pairs < least
+                else f"stopped after {paired.pairs} pairs")
+    return f"{what} speedup: {measured}: cell budget spent"
+
+
 def relative_half_width(ratios: tuple[float, ...] | list[float]) -> float:
     """Half the width of the median's interval over the median; infinite without one."""
     interval = median_interval(ratios)
@@ -178,9 +189,10 @@ def sample_pairs(
     clock: Callable[[], float] = time.perf_counter,
 ) -> PairedTiming:
     """Run pairs (A B B A B A A B blocks) until the interval meets `settings.ci_target`
-    (after at least `min_pairs`), `budget_s` is spent, or `max_pairs` ran. `calls` are the
-    calls per block of each side, as the timer calibrated them. The garbage collector waits
-    meanwhile (as in timeit): a collection would land in one block only."""
+    (after at least `min_pairs`), `budget_s` is spent, or `max_pairs` ran; `cell_budget_s`
+    (what is left of the cell's) stops it after any pair, even before `min_pairs`. `calls`
+    are the calls per block of each side, as the timer calibrated them. The garbage
+    collector waits meanwhile (as in timeit): a collection would land in one block only."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -204,12 +216,15 @@ def _sample(baseline: Block, candidate: Block, settings: TimingSettings,
         a_ms += (a1, a2, a3, a4)
         b_ms += (b1, b2, b3, b4)
         ratios.append((a1 + a2 + a3 + a4) / (b1 + b2 + b3 + b4))
-        if len(ratios) < least:
-            continue
-        if relative_half_width(ratios) <= settings.ci_target:
+        enough = len(ratios) >= least
+        if enough and relative_half_width(ratios) <= settings.ci_target:
             stopped = STOPPED_CI
             break
-        if clock() - start >= settings.budget_s:
+        spent = clock() - start
+        if spent >= settings.cell_budget_s:  # what is left of the cell's: even before `least`
+            stopped = STOPPED_CELL_BUDGET
+            break
+        if enough and spent >= settings.budget_s:
             stopped = STOPPED_BUDGET
             break
     return PairedTiming(tuple(a_ms), tuple(b_ms), tuple(ratios), calls[0], calls[1],

@@ -1,6 +1,14 @@
 """Running cells: baseline and quantized model timed together, eager and compiled, each cell
 isolated.
 
+A cell keeps to its wall budget (TimingSettings.cell_budget_s, compiles included): each
+speedup's pairs get what is left of it, a side whose call is slow against that is timed one
+call per block without the timer's warm-up, and a further compiled build runs only when the
+last one would fit again. It overruns by at most one pair (eight calls of each side) and
+the profile of a suspect cell. A quantized model far slower than bf16, or with an SQNR that
+makes no sense, is kept as measured but marked `suspect`, with its top kernels. On CUDA the
+GPU's clocks are read as the timing starts and ends.
+
 A cell this machine cannot run is "skipped" with the reason; an exception (out-of-memory
 included) makes it "failed" with the error; either way the next cell runs. Ctrl-C is not
 caught here, so a caller can stop and still write what finished.
@@ -14,6 +22,7 @@ import math
 import time
 import traceback
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +30,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from runner.contract.status import FAILED, OK, SKIPPED
-from runner.engine.machine_state import load_average
-from runner.engine.paired import PairedTiming
+from runner.engine.machine_state import gpu_clocks, load_average
+from runner.engine.paired import LEAST_PAIRS, PairedTiming, cell_budget_note, sample_pairs
 from runner.engine.timing_data import TimingSettings
 from runner.engine.torch_devices import device_problem, release_memory
 from runner.engine.torch_timers import measure_pair
@@ -37,6 +46,12 @@ logger = logging.getLogger(__name__)
 PROFILED_CALLS = 5
 MEMORY_HISTORY_ENTRIES = 100_000
 MB = 2**20
+CUDA_BUILDS = 2  # compiled builds per cell on CUDA when TimingSettings.builds is 0 (auto)
+SUSPECT_SPEEDUP = 0.1  # a quantized model at least 10x slower than bf16 is suspect
+SUSPECT_PROFILED_CALLS = 3
+TOP_KERNELS = 5
+
+clock = time.perf_counter  # of the cell's budget; tests put a fake one here
 
 
 def run_spec(
@@ -57,10 +72,10 @@ def run_spec(
 
 def run_cell(cell: QuantCell, settings: TimingSettings | None = None) -> CellResult:
     settings = settings or TimingSettings()
-    started = time.perf_counter()
+    started = clock()
     result = CellResult(cell, OK, settings=settings, load_avg={"start": load_average()})
     try:
-        _run(cell, settings, result)
+        _run(cell, settings, result, started + settings.cell_budget_s)
     except _Skip as skip:
         result.status, result.reason = SKIPPED, str(skip)
         _clear_measurements(result)
@@ -72,7 +87,7 @@ def run_cell(cell: QuantCell, settings: TimingSettings | None = None) -> CellRes
         _fail(result, f"{type(error).__name__}: {error}")
     if cell.device == "cuda" or result.status == FAILED:
         release_memory()
-    result.wall_s = time.perf_counter() - started
+    result.wall_s = clock() - started
     result.load_avg["end"] = load_average()
     return result
 
@@ -89,15 +104,17 @@ def _fail(result: CellResult, error: str) -> None:
 
 def _clear_measurements(result: CellResult) -> None:
     result.eager = result.compiled = None
+    result.builds = []
     result.sqnr_db = result.peak_memory_mb = None
 
 
-def _run(cell: QuantCell, settings: TimingSettings, result: CellResult) -> None:
+def _run(cell: QuantCell, settings: TimingSettings, result: CellResult,
+         deadline: float) -> None:
     recipe = cell.recipe()
     reason = device_problem(cell.device) or recipe.requires.unmet(cell.device)
     if reason:
         raise _Skip(reason)
-    _measure(cell, recipe, recipe.build(), settings, result)
+    _measure(cell, recipe, recipe.build(), settings, result, deadline)
 
 
 def _measure(
@@ -106,6 +123,7 @@ def _measure(
     config: Any,
     settings: TimingSettings,
     result: CellResult,
+    deadline: float,
 ) -> None:
     """The baseline and the quantized model timed together (runner.engine.paired): eager, then
     compiled when the cell compiles. The baseline is timed again in every cell, interleaved
@@ -126,39 +144,126 @@ def _measure(
             _check_quantized(model, recipe.label, result)
         output = model(data)
         result.sqnr_db = _sqnr_db(reference, output)
+        suspicions = [] if recipe.is_baseline else _accuracy_suspicions(
+            reference, output, result.sqnr_db)
         result.flops = models.flops(cell.model_type, s.m, s.k, s.n)
         result.quantized_bytes = models.tensor_bytes(data) + models.tensor_bytes(output)
         result.quantized_bytes += models.model_bytes(model)
         del reference, output
 
-        main = _time_pairs(cell, baseline, model, data, settings, result)
+        _read_gpu(cell, result, "start")
+        main = _time_pairs(cell, baseline, model, data, settings, deadline, result)
+        _read_gpu(cell, result, "end")
         del baseline  # not part of the quantized model's peak memory
         if cell.device == "cuda":
             result.peak_memory_mb = _peak_memory_mb(lambda: main(data))
+        if not recipe.is_baseline:
+            suspicions += _timing_suspicions(result)
+        if suspicions:
+            _mark_suspect(cell, lambda: main(data), "; ".join(suspicions), deadline, result)
         _write_artifacts(cell, lambda: main(data), result)
 
 
 def _time_pairs(cell: QuantCell, baseline: Any, model: Any, data: torch.Tensor,
-                settings: TimingSettings, result: CellResult) -> Any:
-    """Eager, then compiled when the cell compiles; the headline model (compiled or not)."""
-
-    def paired(what: str, baseline_call: Callable[[], object],
-               quantized_call: Callable[[], object]) -> PairedTiming:
-        timing = measure_pair(baseline_call, quantized_call, cell.device, settings)
-        result.measured_s += timing.measured_s
-        note = timing.instability(what)
-        if note:
-            result.notes.append(note)
-        return timing
-
-    result.eager = paired("eager", lambda: baseline(data), lambda: model(data))
+                settings: TimingSettings, deadline: float, result: CellResult) -> Any:
+    """Eager, then compiled when the cell compiles; the headline model (compiled or not).
+    The eager models ran once already (for the SQNR)."""
+    result.eager = _paired(cell, "eager", lambda: baseline(data), lambda: model(data),
+                           settings, deadline, result)
     if not cell.compile_mode:
         return model
-    compiled_baseline = _compile(baseline, cell.compile_mode)
-    compiled = _compile(model, cell.compile_mode)
-    result.compiled = paired("compiled", lambda: compiled_baseline(data),
-                             lambda: compiled(data))
+    planned = settings.builds or (CUDA_BUILDS if cell.device == "cuda" else 1)
+    builds, compiled = _compiled_builds(cell, baseline, model, data, planned, settings,
+                                        deadline, result)
+    result.compiled = builds[0]
+    if planned > 1:
+        result.builds = builds
+        note = result.compiled_combined.disagreement("compiled")
+        if note:
+            result.notes.append(note)
     return compiled
+
+
+def _compiled_builds(cell: QuantCell, baseline: Any, model: Any, data: torch.Tensor,
+                     planned: int, settings: TimingSettings, deadline: float,
+                     result: CellResult) -> tuple[list[PairedTiming], Any]:
+    """Up to `planned` builds, each a fresh compile of both sides and its own pairs; a build
+    after the first runs only when the last one's time is left. The builds' timings and
+    the last compiled model."""
+    builds: list[PairedTiming] = []
+    build_s = 0.0
+    for number in range(1, planned + 1):
+        left = deadline - clock()
+        if number > 1 and left < build_s:
+            skipped = f"build {number}" if number == planned else f"builds {number}-{planned}"
+            result.notes.append(f"compiled {skipped} of {planned} skipped: {max(left, 0):.1f} s "
+                                f"left of the cell budget, a build took {build_s:.1f} s")
+            break
+        started = clock()
+        if number > 1:
+            torch._dynamo.reset()  # a fresh compile of both sides, as another process would
+        compiled_baseline = _compile(baseline, cell.compile_mode)
+        compiled = _compile(model, cell.compile_mode)
+        for side in (compiled_baseline, compiled):
+            side(data)  # compiles here, on the cell's budget, before a call is timed
+        what = "compiled" if planned == 1 else f"compiled (build {number})"
+        builds.append(_paired(cell, what, lambda b=compiled_baseline: b(data),
+                              lambda q=compiled: q(data), settings, deadline, result))
+        build_s = clock() - started
+    return builds, compiled
+
+
+def _paired(cell: QuantCell, what: str, baseline_call: Callable[[], object],
+            quantized_call: Callable[[], object], settings: TimingSettings, deadline: float,
+            result: CellResult) -> PairedTiming:
+    """One speedup within what is left of the cell's budget. When a call of each side, as
+    often as the timer would make it at least, does not fit what is left, the sides are
+    timed one call per block with no warm-up but this one call: the timer's warm-up alone
+    runs a few calls of each side, whatever they cost."""
+    cost = _call_s(baseline_call, cell.device) + _call_s(quantized_call, cell.device)
+    left = deadline - clock()
+    within = replace(settings, cell_budget_s=max(left, 0.0))
+    if cost * _least_calls(settings) <= left:
+        timing = measure_pair(baseline_call, quantized_call, cell.device, within)
+    else:
+        result.notes.append(f"{what}: one call per block, no warm-up: a call of both sides "
+                            f"took {cost:.2f} s, {max(left, 0):.1f} s left of the cell budget")
+        timing = sample_pairs(_one_call(baseline_call, cell.device),
+                              _one_call(quantized_call, cell.device), within, clock=clock)
+    result.measured_s += timing.measured_s
+    for note in (timing.instability(what), cell_budget_note(timing, what, settings)):
+        if note:
+            result.notes.append(note)
+    return timing
+
+
+def _least_calls(settings: TimingSettings) -> int:
+    """The fewest calls of each side the timer makes: a first call, three warm-up calls,
+    then four blocks of at least one call per pair."""
+    return 4 + 4 * max(settings.min_pairs, LEAST_PAIRS)
+
+
+def _call_s(call: Callable[[], object], device: str) -> float:
+    """Seconds of one call, on the cell's clock."""
+    started = clock()
+    call()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return clock() - started
+
+
+def _one_call(call: Callable[[], object], device: str) -> Callable[[], float]:
+    return lambda: _call_s(call, device) * 1000
+
+
+def _read_gpu(cell: QuantCell, result: CellResult, when: str) -> None:
+    """CUDA: the GPU's clocks, temperature and power now; a note once they moved."""
+    if cell.device != "cuda":
+        return
+    result.gpu_state[when] = gpu_clocks()
+    moved = result.clocks_moved
+    if moved:
+        result.notes.append(f"GPU clocks moved during the cell: {moved}")
 
 
 def _compile(model: Any, mode: str) -> Any:
@@ -175,6 +280,60 @@ def _check_quantized(model: Any, label: str, result: CellResult) -> None:
         )
     if plain:
         result.notes.append(f"{plain} of {total} linear weights left unquantized by {label}")
+
+
+def _accuracy_suspicions(reference: torch.Tensor, output: torch.Tensor,
+                         sqnr_db: float | None) -> list[str]:
+    """What makes no sense in a quantized output: NaN or inf where bf16 had none, or more
+    error than signal."""
+    if bool(torch.isfinite(reference).all()) and not bool(torch.isfinite(output).all()):
+        return ["quantized output holds NaN or inf"]
+    if sqnr_db is not None and sqnr_db < 0:
+        return [f"SQNR {sqnr_db:.1f} dB: more error than signal"]
+    return []
+
+
+def _timing_suspicions(result: CellResult) -> list[str]:
+    speedup = result.speedup
+    if speedup is None or speedup > SUSPECT_SPEEDUP:
+        return []
+    slower = f"{1 / speedup:,.0f}x" if speedup > 0 else "infinitely"
+    return [f"speedup {speedup:.4f}x: the quantized model {slower} slower than bf16"]
+
+
+def _mark_suspect(cell: QuantCell, forward: Callable[[], object], why: str, deadline: float,
+                  result: CellResult) -> None:
+    """Keep the numbers, say why they are suspect and what the quantized model's time went
+    to: the top kernels of a few profiled calls (one once the budget is spent)."""
+    calls = SUSPECT_PROFILED_CALLS if clock() < deadline else 1
+    result.suspect = why
+    result.top_kernels = _top_kernels(forward, cell.device, calls)
+    top = result.top_kernels[0] if result.top_kernels else None
+    result.notes.append(f"suspect: {why}" + (
+        f"; top kernel {top['name']} ({top['total_ms']:.3f} ms in {calls} calls)" if top
+        else ""))
+
+
+def _top_kernels(forward: Callable[[], object], device: str, calls: int) -> list[dict]:
+    """The TOP_KERNELS events with the most self time over `calls` calls: CUDA kernels by
+    device time on CUDA, CPU ops by CPU time on CPU."""
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as profiler:
+        for _ in range(calls):
+            forward()
+        if device == "cuda":
+            torch.cuda.synchronize()
+    events = profiler.key_averages()
+    if device == "cuda":
+        timed = [(event, event.self_device_time_total) for event in events
+                 if event.device_type == torch.autograd.DeviceType.CUDA]
+    else:
+        timed = [(event, event.self_cpu_time_total) for event in events]
+    timed.sort(key=lambda pair: pair[1], reverse=True)
+    return [{"name": event.key, "total_ms": round(us / 1000, 4), "calls": event.count}
+            for event, us in timed[:TOP_KERNELS] if us > 0]
 
 
 def _sqnr_db(reference: torch.Tensor, output: torch.Tensor) -> float | None:

@@ -3,8 +3,12 @@
 torchao's four metrics come first ("Fwd Speedup (x)" is compiled-over-compiled when the cell
 compiles, else eager), then ours. A speedup's values are the ratios of its interleaved pairs
 (their median is the speedup) and its extra_info carries the 95% interval and `unstable`
-when the interval stayed wider than its target. A skipped or failed cell becomes one "status" record
-(runner.contract.status), so it stays visible on dashboards.
+when the interval stayed wider than its target; a compiled speedup measured in several builds
+carries each build (`builds`) and their combined interval (runner.engine.build_spread). The
+headline speedup of a suspect cell carries `suspect` (why) and `top_kernels`; every record of a
+CUDA cell carries the GPU's clocks at its start and end (`gpu_state`) and `clocks_moved`. A
+skipped or failed cell becomes one "status" record (runner.contract.status), so it stays
+visible on dashboards.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 from runner.contract.metrics import number_metric
 from runner.contract.names import QUANT_BENCHMARK, QUANT_MODEL_TYPE, QUANT_ORIGINS, QuantMetric
 from runner.contract.status import OK, status_metric
-from runner.engine.paired import speedup_metric
+from runner.engine.build_spread import BuildSpread, spread_metric
+from runner.engine.paired import PairedTiming, speedup_metric
 from runner.engine.run_context import RunContext
 from runner.engine.timing_data import Timing
 from runner.quant.results import CellResult
@@ -57,6 +62,9 @@ def _record(result: CellResult, context: RunContext, metric: dict[str, Any]) -> 
     if result.paired is not None:  # what the machine was doing while it measured
         per_run.update({f"load_avg_{when}": load for when, load in result.load_avg.items()
                         if load is not None})
+    if result.gpu_state:
+        per_run["gpu_state"] = result.gpu_state
+        per_run["clocks_moved"] = result.clocks_moved is not None
     metric = {**metric, "extra_info": {**metric.get("extra_info", {}), **per_run}}
     return {
         "benchmark": {
@@ -73,6 +81,17 @@ def _record(result: CellResult, context: RunContext, metric: dict[str, Any]) -> 
     }
 
 
+def _speedup(name: str, measured: PairedTiming | BuildSpread, **extra: Any) -> dict[str, Any]:
+    if isinstance(measured, BuildSpread):
+        return spread_metric(name, measured, **extra)
+    return speedup_metric(name, measured, **extra)
+
+
+def _suspect(result: CellResult) -> dict[str, Any]:
+    """What the headline speedup carries of a suspect cell."""
+    if result.suspect is None:
+        return {}
+    return {"suspect": result.suspect, "top_kernels": result.top_kernels}
 
 
 def _time(name: str, timing: Timing) -> dict[str, Any]:
@@ -87,19 +106,19 @@ def _time(name: str, timing: Timing) -> dict[str, Any]:
 
 
 def _metrics(result: CellResult) -> list[dict[str, Any]]:
-    assert result.paired and result.eager and result.baseline and result.quantized
+    assert result.headline and result.eager and result.baseline and result.quantized
     compiled = result.cell.compile_mode is not None
     metrics = [
-        speedup_metric(QuantMetric.SPEEDUP, result.paired, compiled=compiled),
+        _speedup(QuantMetric.SPEEDUP, result.headline, compiled=compiled, **_suspect(result)),
         _time(QuantMetric.BASELINE_TIME, result.baseline),
         _time(QuantMetric.QUANTIZED_TIME, result.quantized),
     ]
     if result.peak_memory_mb is not None:
         metrics.append(number_metric(QuantMetric.MEMORY, [result.peak_memory_mb], "MB"))
     metrics.append(speedup_metric(QuantMetric.EAGER_SPEEDUP, result.eager))
-    if result.compiled is not None:
+    if result.compiled_combined is not None:
         metrics += [
-            speedup_metric(QuantMetric.COMPILED_SPEEDUP, result.compiled),
+            _speedup(QuantMetric.COMPILED_SPEEDUP, result.compiled_combined),
             _time(QuantMetric.BASELINE_EAGER_TIME, result.eager.baseline),
             _time(QuantMetric.QUANTIZED_EAGER_TIME, result.eager.candidate),
         ]

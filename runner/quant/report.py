@@ -106,6 +106,12 @@ def _number(value: float | None, form: str) -> str:
     return "-" if value is None else format(value, form)
 
 
+def _status(result: CellResult) -> str:
+    if result.suspect:
+        return "suspect"
+    return "unstable" if result.unstable else result.status
+
+
 def table(results: Iterable[CellResult]) -> str:
     """A plain-text table, one row per cell; skipped and failed cells show why."""
     headers = ("recipe", "model", "shape", "compile", "status", "bf16 ms", "quant ms",
@@ -114,19 +120,19 @@ def table(results: Iterable[CellResult]) -> str:
     for result in results:
         cell = result.cell
         note = result.reason if result.status != OK else "; ".join(result.notes)
-        baseline, quantized, paired = result.baseline, result.quantized, result.paired
-        interval = paired.ci if paired else None
+        baseline, quantized, headline = result.baseline, result.quantized, result.headline
+        interval = headline.ci if headline else None
         rows.append((
             cell.label,
             cell.model_type,
             f"{cell.shape.name} {cell.shape.m}x{cell.shape.k}x{cell.shape.n}",
             cell.compile_mode or "eager",
-            "unstable" if result.unstable else result.status,
+            _status(result),
             _number(baseline.median_ms if baseline else None, ".4f"),
             _number(quantized.median_ms if quantized else None, ".4f"),
             _number(result.speedup, ".3f") + ("x" if result.speedup is not None else ""),
             f"{interval[0]:.3f}-{interval[1]:.3f}" if interval else "-",
-            str(paired.pairs) if paired else "-",
+            str(headline.pairs) if headline else "-",
             _number(result.sqnr_db, ".1f"),
             note or "",
         ))

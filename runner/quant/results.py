@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from runner.engine.build_spread import BuildSpread
+from runner.engine.machine_state import clocks_moved
 from runner.engine.paired import PairedTiming
 from runner.engine.timing_data import Timing, TimingSettings
 from runner.quant.cells import QuantCell
@@ -18,10 +20,19 @@ class CellResult:
     traceback: str | None = None  # of the error that failed it (kept out of the records)
     eager: PairedTiming | None = None  # baseline and quantized model, eager, interleaved
     compiled: PairedTiming | None = None  # the same, both compiled (when the cell compiles)
+    # Every compiled build (a fresh compile of both sides each) when more than one was
+    # planned (TimingSettings.builds); `compiled` is the first, whose times are recorded.
+    builds: list[PairedTiming] = field(default_factory=list)
     sqnr_db: float | None = None  # quantized output against the high-precision output
     peak_memory_mb: float | None = None  # CUDA: peak allocated during a quantized forward
     flops: int | None = None  # of one forward pass
     quantized_bytes: int | None = None  # least traffic of a quantized forward: in, weights, out
+    # Why the numbers make no sense (far slower than bf16, an impossible SQNR), and what the
+    # quantized model spent its time in then: [{name, total_ms, calls}], the top first
+    suspect: str | None = None
+    top_kernels: list[dict[str, Any]] = field(default_factory=list)
+    # CUDA: machine_state.gpu_clocks when the timing started and ended ("start", "end")
+    gpu_state: dict[str, dict[str, Any]] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)  # kind -> file path
     notes: list[str] = field(default_factory=list)
     settings: TimingSettings | None = None
@@ -33,6 +44,16 @@ class CellResult:
     def paired(self) -> PairedTiming | None:
         """The headline measurement: compiled when the cell compiles, else eager."""
         return self.compiled if self.cell.compile_mode else self.eager
+
+    @property
+    def compiled_combined(self) -> PairedTiming | BuildSpread | None:
+        """The compiled speedup: its builds combined when more than one was planned."""
+        return BuildSpread(tuple(self.builds)) if self.builds else self.compiled
+
+    @property
+    def headline(self) -> PairedTiming | BuildSpread | None:
+        """The headline speedup's measurement (speedup, ci, pairs, unstable)."""
+        return self.compiled_combined if self.cell.compile_mode else self.eager
 
     @property
     def baseline_eager(self) -> Timing | None:
@@ -65,16 +86,25 @@ class CellResult:
 
     @property
     def compiled_speedup(self) -> float | None:
-        return self.compiled.speedup if self.compiled else None
+        combined = self.compiled_combined
+        return combined.speedup if combined else None
 
     @property
     def speedup(self) -> float | None:
-        return self.paired.speedup if self.paired else None
+        return self.headline.speedup if self.headline else None
 
     @property
     def unstable(self) -> bool:
-        """The headline speedup's interval stayed wider than its target."""
-        return self.paired is not None and self.paired.unstable
+        """The headline speedup's interval stayed wider than its target, or its builds
+        disagreed."""
+        return self.headline is not None and self.headline.unstable
+
+    @property
+    def clocks_moved(self) -> str | None:
+        """Why the GPU's clocks did not hold over the cell; None when they did (or CPU)."""
+        if {"start", "end"} - self.gpu_state.keys():
+            return None
+        return clocks_moved(self.gpu_state["start"], self.gpu_state["end"])
 
     @property
     def tflops(self) -> float | None:
@@ -102,4 +132,5 @@ class CellResult:
         for key in ("eager", "compiled"):
             if values.get(key) is not None:
                 values[key] = PairedTiming.from_dict(values[key])
+        values["builds"] = [PairedTiming.from_dict(build) for build in values.get("builds", [])]
         return cls(**values)

@@ -164,6 +164,26 @@ def test_steady_cells_stop_early_and_noisy_cells_get_more_pairs_until_the_budget
     assert capped.pairs == 10 and capped.stopped == STOPPED_PAIRS
 
 
+def test_the_cells_budget_stops_the_pairs_even_before_min_pairs():
+    """A call of a second with three seconds left of the cell: one pair, and it says so."""
+    from runner.engine.paired import STOPPED_CELL_BUDGET, cell_budget_note
+
+    now = [0.0]
+
+    def second() -> float:
+        now[0] += 1.0
+        return 1000.0
+
+    settings = TimingSettings(min_pairs=8, budget_s=2.0, cell_budget_s=3.0)
+    paired = sample_pairs(second, second, settings, clock=lambda: now[0])
+    assert paired.pairs == 1 and now[0] == 8.0  # the pair it started, and no other
+    assert paired.stopped == STOPPED_CELL_BUDGET and paired.unstable
+    assert cell_budget_note(paired, "eager", settings) == (
+        "eager speedup: measured 1 of 8 pairs: cell budget spent")
+    steady = sample_pairs(lambda: 1.0, lambda: 1.0, settings)
+    assert steady.stopped == STOPPED_CI and cell_budget_note(steady, "eager", settings) is None
+
+
 def test_too_few_pairs_have_no_interval_and_are_unstable():
     paired = PairedTiming((1.0,) * 4, (1.0,) * 4, (1.0, 1.0))
     assert paired.ci is None and math.isinf(paired.half_width) and paired.unstable

@@ -15,17 +15,20 @@ def test_valid_overrides_have_no_problems():
 
 def test_every_problem_is_named_with_its_value():
     found = settings_problems({"samples": 0, "threads": 1.5, "warmup_s": -1,
-                               "min_sample_s": -0.5, "flush_l2": "yes", "speed": 1, "a": 2},
+                               "min_sample_s": -0.5, "flush_l2": "yes", "speed": 1, "a": 2,
+                               "builds": -1, "cell_budget_s": 0},
                               TimingSettings, "timing")
     assert found == [
         "timing: unknown settings ['a', 'speed']; known: ['samples', 'warmup_s', "
         "'min_sample_s', 'threads', 'gpu_method', 'min_gpu_block_s', 'flush_l2', 'ci_target', "
-        "'budget_s', 'min_pairs', 'max_pairs']",
+        "'budget_s', 'min_pairs', 'max_pairs', 'builds', 'cell_budget_s']",
         "timing.samples: must be an integer of at least 1, not 0",
         "timing.threads: must be an integer of at least 1, not 1.5",
         "timing.warmup_s: must be a number of seconds of at least 0, not -1",
         "timing.min_sample_s: must be a number of seconds of at least 0, not -0.5",
         "timing.flush_l2: must be true or false, not 'yes'",
+        "timing.builds: must be an integer of at least 0, not -1",
+        "timing.cell_budget_s: must be a number of seconds above 0, not 0",
     ]
 
 

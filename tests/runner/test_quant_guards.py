@@ -1,0 +1,240 @@
+"""What keeps a cell's numbers honest on a GPU, checked on CPU: compiled builds combined, a
+cell wall budget that a slow call keeps to, suspect cells with their top kernels, and the
+GPU's clocks at a cell's start and end in its records."""
+
+import dataclasses
+import json
+
+import pytest
+from conftest import FAST
+
+from runner.engine.paired import PairedTiming
+from runner.engine.run_context import RunContext
+from runner.engine.timing_data import TimingSettings
+from runner.quant import execute, models
+from runner.quant.execute import run_cell
+from runner.quant.recipes import Recipe
+from runner.quant.records import cell_records
+from runner.quant.results import CellResult
+
+pytestmark = pytest.mark.torch
+
+STEADY = (0.99, 1.0, 1.0, 1.01, 1.0, 1.0, 0.995, 1.005)
+
+
+def timing(by: float) -> PairedTiming:
+    return PairedTiming((by,) * 32, (1.0,) * 32, tuple(r * by for r in STEADY))
+
+
+def records(result: CellResult) -> list[dict]:
+    return cell_records(result, RunContext.collect())
+
+
+def headline(result: CellResult) -> dict:
+    [record] = [r for r in records(result) if r["metric"]["name"] == "Fwd Speedup (x)"]
+    return record["metric"]["extra_info"]
+
+
+class FakeClock:
+    """The cell's clock: only the fake models' calls move it."""
+
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def slow_quantized(monkeypatch):
+    """Cells whose quantized model takes a second a call of the cell's (fake) clock, and
+    bf16 a millisecond; returns the count of the quantized model's calls."""
+    import torch
+
+    clock, calls = FakeClock(), {"slow": 0}
+
+    class Costly(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model, self.cost = model, 0.001
+
+        def forward(self, data):
+            clock.now += self.cost
+            calls["slow"] += self.cost == 1.0
+            return self.model(data)
+
+    real_build, real_apply = models.build, Recipe.apply
+
+    def build(*args):
+        model, data = real_build(*args)
+        return Costly(model), data
+
+    def apply(self, model, config):
+        real_apply(self, model, config)
+        model.cost = 1.0
+
+    monkeypatch.setattr(execute, "clock", clock)
+    monkeypatch.setattr(models, "build", build)
+    monkeypatch.setattr(Recipe, "apply", apply)
+    return calls
+
+
+def test_a_second_long_call_keeps_to_a_three_second_cell_budget_and_says_so(
+        make_cell, slow_quantized):
+    settings = dataclasses.replace(FAST, cell_budget_s=3.0)
+    result = run_cell(make_cell("int8wo"), settings)
+    assert result.status == "ok", result.reason
+    # the SQNR's call, one probe, one pair (4 calls), one profiled call of a suspect cell;
+    # the timer's warm-up and calibration would have looped on a fake clock
+    assert slow_quantized["slow"] <= 7
+    assert result.eager.pairs == 1 and result.eager.stopped == "cell_budget"
+    assert "eager speedup: measured 1 of 6 pairs: cell budget spent" in result.notes
+    assert any(note.startswith("eager: one call per block, no warm-up") for note in result.notes)
+    assert result.wall_s <= 3.0 + 8 * 1.0  # over by at most a pair, and the profile
+    assert result.suspect.startswith("speedup 0.0010x: the quantized model 1,000x slower")
+    assert headline(result)["stopped_by"] == "cell_budget"
+
+
+def test_an_ordinary_cpu_cell_is_timed_as_before(make_cell, monkeypatch):
+    """No GPU read, no extra build, no suspicion: the records carry none of it."""
+
+    def no_gpu():
+        raise AssertionError("a CPU cell reads no GPU")
+
+    monkeypatch.setattr(execute, "gpu_clocks", no_gpu)
+    result = run_cell(make_cell("int8wo"), FAST)
+    assert result.status == "ok", result.reason
+    assert result.builds == [] and result.suspect is None and result.gpu_state == {}
+    assert result.eager.stopped != "cell_budget"
+    for record in records(result):
+        assert not {"builds", "suspect", "top_kernels", "gpu_state",
+                    "clocks_moved"} & record["metric"]["extra_info"].keys()
+
+
+def test_a_quantized_model_1000x_slower_than_bf16_is_suspect_with_its_top_kernels(
+        make_cell, monkeypatch):
+    slow = PairedTiming((1.0,) * 32, (1000.0,) * 32, (0.001,) * 8)
+    monkeypatch.setattr(execute, "measure_pair", lambda *args: slow)
+    result = run_cell(make_cell("int8wo"), FAST)
+    assert result.status == "ok" and result.speedup == 0.001  # the numbers are kept
+    assert result.suspect == "speedup 0.0010x: the quantized model 1,000x slower than bf16"
+    assert 0 < len(result.top_kernels) <= 5
+    top = result.top_kernels[0]
+    assert top["name"].startswith("aten::") and top["total_ms"] > 0 and top["calls"] >= 3
+    assert any(note.startswith("suspect: speedup 0.0010x") and top["name"] in note
+               for note in result.notes)
+    info = headline(result)
+    assert info["suspect"] == result.suspect and info["top_kernels"] == result.top_kernels
+    others = [r for r in records(result) if r["metric"]["name"] != "Fwd Speedup (x)"]
+    assert others and all("top_kernels" not in r["metric"]["extra_info"] for r in others)
+    from runner.cli.outputs import status_counts
+    from runner.quant.report import table
+
+    assert status_counts([result]) == {"suspect": 1}
+    assert " suspect " in table([result])
+
+
+def test_the_baseline_recipe_is_never_suspect(make_cell, monkeypatch):
+    slow = PairedTiming((1.0,) * 32, (1000.0,) * 32, (0.001,) * 8)
+    monkeypatch.setattr(execute, "measure_pair", lambda *args: slow)
+    assert run_cell(make_cell("baseline"), FAST).suspect is None
+
+
+def test_outputs_that_make_no_sense_are_suspect():
+    import torch
+
+    reference = torch.ones(4)
+    assert execute._accuracy_suspicions(reference, torch.tensor([1.0, float("nan"), 1, 1]),
+                                        None) == ["quantized output holds NaN or inf"]
+    assert execute._accuracy_suspicions(reference, -reference, -6.0) == [
+        "SQNR -6.0 dB: more error than signal"]
+    assert execute._accuracy_suspicions(reference, reference * 1.01, 40.0) == []
+
+
+@pytest.fixture
+def counted_builds(monkeypatch):
+    """Compiles and dynamo resets counted; `torch.compile` left out (it is slow on CPU)."""
+    import torch
+
+    seen = {"compiles": 0, "resets": 0}
+
+    def compile_(model, mode):
+        seen["compiles"] += 1
+        return model
+
+    def reset():
+        seen["resets"] += 1
+
+    monkeypatch.setattr(execute, "_compile", compile_)
+    monkeypatch.setattr(torch._dynamo, "reset", reset)
+    return seen
+
+
+def test_a_compiled_cell_is_measured_in_independent_builds_and_combined(
+        make_cell, counted_builds, monkeypatch):
+    readings = iter([timing(1.5), timing(0.279), timing(0.505)])  # eager, build 1, build 2
+    monkeypatch.setattr(execute, "measure_pair", lambda *args: next(readings))
+    settings = dataclasses.replace(FAST, builds=2)
+    result = run_cell(make_cell("int8wo", compile_mode="default"), settings)
+    assert result.status == "ok", result.reason
+    assert counted_builds == {"compiles": 4, "resets": 2}  # both sides, each build afresh
+    assert [b.speedup for b in result.builds] == [0.279, 0.505]
+    assert result.compiled is result.builds[0]  # its times are the ones recorded
+    assert result.unstable and result.compiled_combined.ci == (0.279 * 0.99, 0.505 * 1.01)
+    assert any(note.startswith("compiled builds disagree: 0.279x") for note in result.notes)
+    info = headline(result)
+    assert [b["speedup"] for b in info["builds"]] == [0.279, 0.505]
+    assert {"ci_low", "ci_high", "pairs"} <= info["builds"][0].keys()
+    assert (info["ci_low"], info["ci_high"]) == result.compiled_combined.ci
+    assert info["unstable"] is True and info["builds_disagree"] is True
+    assert result.speedup == result.compiled_speedup == info["speedup"]
+    data = json.loads(json.dumps(result.to_dict()))
+    assert CellResult.from_dict(data) == result
+
+
+def test_compiled_cells_on_cpu_build_once_unless_asked(make_cell, counted_builds):
+    result = run_cell(make_cell("int8wo", compile_mode="default"), FAST)
+    assert result.status == "ok", result.reason
+    assert counted_builds == {"compiles": 2, "resets": 1} and result.builds == []
+    assert "builds" not in headline(result)
+
+
+def test_a_build_that_cannot_fit_the_cells_budget_is_skipped_and_said(
+        make_cell, counted_builds, monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(execute, "clock", clock)
+
+    def measure_pair(*args):
+        clock.now += 40.0  # each measurement takes 40 s of a 60 s cell
+        return timing(1.0)
+
+    monkeypatch.setattr(execute, "measure_pair", measure_pair)
+    settings = dataclasses.replace(FAST, builds=3, cell_budget_s=100.0)
+    result = run_cell(make_cell("int8wo", compile_mode="default"), settings)
+    assert len(result.builds) == 1 and counted_builds["resets"] == 1
+    assert "compiled builds 2-3 of 3 skipped: 20.0 s left of the cell budget, a build took " \
+           "40.0 s" in result.notes
+    assert [b["pairs"] for b in headline(result)["builds"]] == [8]
+
+
+def test_a_cuda_cells_gpu_clocks_at_start_and_end_go_to_its_records(make_cell, monkeypatch,
+                                                                     tmp_path):
+    reads = iter([{"gpu_sm_clock_mhz": 1980.0, "gpu_throttle_reasons": "0x0"},
+                  {"gpu_sm_clock_mhz": 1410.0, "gpu_throttle_reasons": "0x20"}])
+    monkeypatch.setattr(execute, "gpu_clocks", lambda: next(reads))
+    cell = make_cell("int8wo", device="cuda")
+    result = CellResult(cell, "ok")
+    execute._read_gpu(cell, result, "start")
+    execute._read_gpu(cell, result, "end")
+    assert result.gpu_state == {"start": {"gpu_sm_clock_mhz": 1980.0,
+                                          "gpu_throttle_reasons": "0x0"},
+                                "end": {"gpu_sm_clock_mhz": 1410.0,
+                                        "gpu_throttle_reasons": "0x20"}}
+    assert result.notes == ["GPU clocks moved during the cell: SM clock 1980 -> 1410 MHz; "
+                            "throttle reasons 0x20"]
+
+    measured = run_cell(make_cell("int8wo"), FAST)
+    measured.gpu_state = result.gpu_state
+    for record in records(measured):
+        assert record["metric"]["extra_info"]["gpu_state"] == result.gpu_state
+        assert record["metric"]["extra_info"]["clocks_moved"] is True
+    assert TimingSettings().cell_budget_s == 60.0 and TimingSettings().builds == 0
