@@ -87,7 +87,7 @@ def test_a_suspect_cell_is_shown_as_suspect_and_never_coloured(client, db):
 def test_the_run_page_marks_a_suspect_speedup(client, db):
     upload(NEW, cell_result("int8wo", 0.001335, suspect=WHY))
     html = client.get(f"/runs/{Run.objects.get().pk}/").content.decode()
-    assert ('<td class="noise">0.001335</td><td class="suspect">95% CI 0.00–0.00, 8 pairs; '
+    assert ('<td class="noise">0.001335</td><td class="spread suspect">95% CI 0.00–0.00, 8 pairs; '
             f"suspect: {WHY}; top kernel triton_poi_fused_dequant_0 (3540.200 ms)</td>") in html
 
 
