@@ -26,6 +26,7 @@ class Interval:
     high: float | None
     pairs: int | None = None
     unstable: bool = False
+    method: str | None = None  # how a GPU timed it: "cuda_graph ×37/12, L2 warm"
 
     @property
     def known(self) -> bool:
@@ -48,6 +49,8 @@ class Interval:
             parts.append(f"{self.pairs} pairs")
         if self.unstable:
             parts.append("unstable")
+        if self.method:
+            parts.append(self.method)
         return ", ".join(parts)
 
 
@@ -58,7 +61,27 @@ def interval_of(extra_info: Any) -> Interval | None:
         return None
     pairs = extra_info.get("pairs")
     return Interval(_finite(extra_info.get("ci_low")), _finite(extra_info.get("ci_high")),
-                    pairs if type(pairs) is int else None, extra_info.get("unstable") is True)
+                    pairs if type(pairs) is int else None, extra_info.get("unstable") is True,
+                    gpu_method(extra_info))
+
+
+GPU_METHODS = ("cuda_graph", "batched", "per_call")  # runner.engine.gpu_blocks
+L2_POLICIES = ("warm", "flushed")
+
+
+def gpu_method(extra_info: dict) -> str | None:
+    """How a GPU timed a speedup, as the runner states it (`timing_method`,
+    `calls_per_block`, `l2`): "cuda_graph ×37/12, L2 warm"; None on a CPU or where the
+    record does not say (older records). Only the runner's own words are shown."""
+    method = extra_info.get("timing_method")
+    if method not in GPU_METHODS:
+        return None
+    calls = extra_info.get("calls_per_block")
+    if (isinstance(calls, list) and calls
+            and all(type(n) is int and 0 < n < 10**9 for n in calls)):
+        method += " ×" + "/".join(str(n) for n in calls)
+    l2 = extra_info.get("l2")
+    return f"{method}, L2 {l2}" if l2 in L2_POLICIES else method
 
 
 SUSPECT_TEXT = 300  # characters of an uploaded reason or kernel name shown

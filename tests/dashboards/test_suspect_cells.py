@@ -96,3 +96,18 @@ def test_a_suspicion_is_read_only_from_text():
     assert suspect_of({"suspect": "slow", "top_kernels": "x"}) == Suspect("slow")
     assert suspect_of({"suspect": "slow", "top_kernels": [{"name": "k", "total_ms": "1"}]}) == (
         Suspect("slow", "k"))
+
+
+def test_a_gpu_speedup_says_how_it_was_timed():
+    from dashboards.pages.common import interval_of
+
+    info = {"ci_low": 1.2, "ci_high": 1.3, "pairs": 9, "unstable": False,
+            "timing_method": "cuda_graph", "calls_per_block": [37, 12], "l2": "warm"}
+    assert interval_of(info).describe() == "95% CI 1.20–1.30, 9 pairs, cuda_graph ×37/12, " \
+        "L2 warm"
+    batched = {**info, "timing_method": "batched", "calls_per_block": "<b>", "l2": "<i>"}
+    assert interval_of(batched).describe() == "95% CI 1.20–1.30, 9 pairs, batched"
+    # a CPU's blocks, an unknown method and older records say nothing more
+    for method in ("cpu_blocks", "<script>", None):
+        assert interval_of({**info, "timing_method": method}).describe() == (
+            "95% CI 1.20–1.30, 9 pairs")
