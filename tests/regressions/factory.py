@@ -10,7 +10,7 @@ import orjson
 
 from benchsite.regressions.models import AlertGroup, Regression, RegressionEvent
 from benchsite.results.ingest import Stored, store_upload
-from benchsite.results.models import Run, Series, Upload
+from benchsite.results.models import Result, Run, Series, Upload
 
 START = 1_760_000_000  # night 0, Unix seconds
 DAY = 86_400
@@ -91,8 +91,12 @@ def make_regression(series: Series, night: int, *, kind: str = "regression",
     """A record as detection makes it (with its first event), first bad at `night`, last
     good at `good_night` (default the night before), on the runs stored for those nights."""
     good_night = night - 1 if good_night is None else good_night
-    runs = {run.head_sha: run for run in Run.objects.filter(
-        repo=series.repo, head_sha__in=[sha(night), sha(good_night)])}
+    # The runs of those commits, those with the series' results last: they win where
+    # another job's run has the same commit.
+    measured = set(Result.objects.filter(series=series).values_list("run_id", flat=True))
+    runs = {run.head_sha: run for run in sorted(
+        Run.objects.filter(repo=series.repo, head_sha__in=[sha(night), sha(good_night)]),
+        key=lambda run: (run.pk in measured, run.pk))}
     accuracy = detector in ("accuracy", "missing")
     regression = Regression.objects.create(
         series=series, branch=branch, detector=detector, kind=kind,
