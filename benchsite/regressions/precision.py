@@ -32,6 +32,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
+from scipy import stats
 
 from benchsite.regressions.models import DetectionSettings, Detector, Regression
 
@@ -44,7 +45,7 @@ UNLABELLED = Q(state=State.OPEN) & ~Q(confirmation=Confirmation.NOT_REPRODUCED)
 CONFIRMED = Q(confirmation=Confirmation.CONFIRMED)
 CONFIRMATION = "confirmation"
 MAX_DAYS = 3650
-Z = 1.96  # 95 %
+CONFIDENCE = 0.95
 STEP = 0.005  # suggested thresholds are multiples of half a percent
 # Detectors whose magnitude is a relative change a threshold applies to (accuracy and
 # missing-metric records carry -1).
@@ -88,16 +89,13 @@ class Score:
                 "high": high}
 
 
-def wilson(successes: int, n: int, z: float = Z) -> tuple[float, float] | None:
-    """The Wilson score interval of a proportion (None without trials): unlike p ± z·se it
-    stays within [0, 1] and is wide for a few trials, even at 0 or n successes."""
+def wilson(successes: int, n: int) -> tuple[float, float] | None:
+    """The 95 % Wilson score interval of a proportion (None without trials): unlike p ± z·se
+    it stays within [0, 1] and is wide for a few trials, even at 0 or n successes."""
     if n == 0:
         return None
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    interval = stats.binomtest(successes, n).proportion_ci(CONFIDENCE, method="wilson")
+    return float(interval.low), float(interval.high)
 
 
 def percent(value: float) -> str:

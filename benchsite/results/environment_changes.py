@@ -54,20 +54,31 @@ def record_changes(runs: Iterable[Run],
 
 
 def _link(before: Run | None, after: Run, run: Run) -> EnvironmentChange | None:
-    """The change into `after` from `before` (the run before it), replacing one recorded
-    from another run; None when nothing changed or it is recorded already."""
+    """The change into `after` from `before` (the run before it; `run`: either, for the
+    stream), replacing one recorded from another run; None when nothing changed or it is
+    recorded already."""
     existing = EnvironmentChange.objects.filter(after_run=after).first()
-    changes = ([] if before is None or before.environment_hash == after.environment_hash
-               else changes_between(before.environment, after.environment))
+    change = None if before is None else _change(run, before, after)
     if existing is not None:
-        if changes and existing.before_run_id == before.pk:
+        if change is not None and existing.before_run_id == before.pk:
             return None
         existing.delete()
+    if change is not None:
+        change.save()
+    return change
+
+
+def _change(stream: Run, before: Run, after: Run) -> EnvironmentChange | None:
+    """The change between two consecutive runs of `stream`'s job, device and branch (not
+    saved); None when their environments are the same."""
+    if before.environment_hash == after.environment_hash:
+        return None
+    changes = changes_between(before.environment, after.environment)
     if not changes:
         return None
-    return EnvironmentChange.objects.create(
-        repo=run.repo, branch=run.head_branch, device=run.device, arch=run.arch,
-        name=run.name, before_run=before, after_run=after, at=after.timestamp,
+    return EnvironmentChange(
+        repo=stream.repo, branch=stream.head_branch, device=stream.device, arch=stream.arch,
+        name=stream.name, before_run=before, after_run=after, at=after.timestamp,
         changes=[change.as_json() for change in changes],
         summary=describe(changes, before.environment, after.environment)[:1000])
 
@@ -92,13 +103,14 @@ def rebuild(repo: str, branches: Iterable[str]) -> int:
     point at them); returns how many there are. One pass over the runs, in bulk."""
     branches = list(branches)
     wanted = {change.after_run_id: change for change in _from_runs(repo, branches)}
-    kept = set()
+    kept, stale = set(), []
     for pk, after, before in EnvironmentChange.objects.filter(
             repo=repo, branch__in=branches).values_list("pk", "after_run_id", "before_run_id"):
         if after in wanted and wanted[after].before_run_id == before:
             kept.add(after)
         else:
-            EnvironmentChange.objects.filter(pk=pk).delete()
+            stale.append(pk)
+    EnvironmentChange.objects.filter(pk__in=stale).delete()
     EnvironmentChange.objects.bulk_create(
         [change for after, change in wanted.items() if after not in kept], batch_size=1000)
     return len(wanted)
@@ -109,18 +121,13 @@ def _from_runs(repo: str, branches: list[str]) -> Iterator[EnvironmentChange]:
     runs = (Run.objects.filter(repo=repo, head_branch__in=branches)
             .exclude(environment_hash="")
             .order_by("head_branch", "device", "arch", "name", "timestamp", "pk")
-            .only("pk", "head_branch", "device", "arch", "name", "timestamp", "environment",
-                  "environment_hash"))
+            .only("pk", "repo", "head_branch", "device", "arch", "name", "timestamp",
+                  "environment", "environment_hash"))
     before = None
     for run in runs.iterator(chunk_size=2000):
         stream = (run.head_branch, run.device, run.arch, run.name)
-        if before is not None and before[0] == stream and before[1].environment_hash != (
-                run.environment_hash):
-            changes = changes_between(before[1].environment, run.environment)
-            if changes:
-                yield EnvironmentChange(
-                    repo=repo, branch=run.head_branch, device=run.device, arch=run.arch,
-                    name=run.name, before_run=before[1], after_run=run, at=run.timestamp,
-                    changes=[change.as_json() for change in changes],
-                    summary=describe(changes, before[1].environment, run.environment)[:1000])
+        if before is not None and before[0] == stream:
+            change = _change(run, before[1], run)
+            if change is not None:
+                yield change
         before = (stream, run)
