@@ -57,6 +57,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from dashboards.peaks import peak_bandwidth  # noqa: E402  (plain Python: no Django)
 
 SHAPES = {
     "cuda": ((32, 4096, 4096), (1024, 4096, 4096), (8192, 8192, 8192)),
@@ -65,11 +68,6 @@ SHAPES = {
 RECIPES = {"cuda": ("baseline", "int8dq", "float8dq-row"), "cpu": ("baseline", "int8wo", "int8dq")}
 BASELINE = "baseline"
 # Peak memory bandwidth in GB/s by a part of the GPU's name; the first that matches counts.
-BANDWIDTH_GBPS = (
-    ("H100 PCIe", 2000), ("H100 NVL", 3900), ("H100", 3350), ("GH200", 4000), ("H200", 4800),
-    ("A100 80GB PCIe", 1935), ("A100-SXM4-80GB", 2039), ("A100", 1555), ("L40S", 864),
-    ("L4", 300),
-)
 BF16_BYTES = 2
 
 AA_MAX_ERROR = 0.01
@@ -158,11 +156,10 @@ def gpu_name(records: list[dict[str, Any]]) -> str:
 
 
 def bandwidth_for(gpu: str) -> float | None:
-    """GB/s of a GPU's memory by its name; None for a GPU not in the table."""
-    for part, gbps in BANDWIDTH_GBPS:
-        if part.lower() in gpu.lower():
-            return float(gbps)
-    return None
+    """GB/s of a GPU's memory by its name (the kernels page's table, dashboards.peaks); None
+    for a GPU not listed."""
+    peak = peak_bandwidth(gpu)
+    return peak.gbs if peak else None
 
 
 def torchao_speedups(rows: list[dict[str, str]]) -> dict[Key, float]:
