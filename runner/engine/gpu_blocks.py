@@ -26,7 +26,6 @@ Python: torch is imported when a TorchCuda is made.
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections import deque
@@ -35,12 +34,16 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from runner.engine.paired import PairedTiming, sample_pairs
-from runner.engine.timing_data import BATCHED, CUDA_GRAPH, PER_CALL, Timing, TimingSettings
+from runner.engine.timing_data import (
+    BATCHED,
+    CUDA_GRAPH,
+    PER_CALL,
+    Timing,
+    TimingSettings,
+    grown_calls,
+)
 
 WARM, FLUSHED = "warm", "flushed"
-# Calibration aims this far past the least block time (as on CPU), growing 10x a step at most.
-CALIBRATION_AIM = 1.1
-MAX_GROWTH = 10.0
 MAX_BLOCK_CALLS = 100_000
 # per_call also flushes L2 before each call, which costs more GPU time than a small call.
 MAX_PER_CALL_BLOCK = 50
@@ -197,8 +200,7 @@ class Blocks:
         most = MAX_PER_CALL_BLOCK if self.method == PER_CALL else MAX_BLOCK_CALLS
         if block_s >= least_s or self.calls >= most:
             return False
-        factor = min(MAX_GROWTH, least_s / max(block_s, 1e-9) * CALIBRATION_AIM)
-        self.calls = min(most, max(self.calls + 1, math.ceil(self.calls * factor)))
+        self.calls = grown_calls(self.calls, block_s, least_s, most)
         return True
 
 

@@ -8,6 +8,7 @@ TimingSettings are runner.cli.timing_options.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -15,6 +16,20 @@ from typing import Any
 from runner.engine.run_settings import above, at_least, one_of
 
 UNSTABLE_SPREAD = 0.10  # interquartile range over median above which a timing is flagged
+# Calibration sizes a block this much past its least time, so that a block stays above it
+# when calls vary a little, growing at most MAX_GROWTH times a step in case the estimate is
+# off.
+CALIBRATION_AIM = 1.1
+MAX_GROWTH = 10.0
+
+
+def grown_calls(calls: int, block_s: float, least_s: float, most: int) -> int:
+    """The calls of the next block when a block of `calls` lasted `block_s`, short of
+    `least_s` (at most `most`). Scaling the calls (not a whole multiplier of them) keeps
+    blocks near the target: rounding the multiplier up made blocks up to twice as long as
+    asked, and a cell's pairs as much longer."""
+    factor = min(MAX_GROWTH, least_s / max(block_s, 1e-9) * CALIBRATION_AIM)
+    return min(most, max(calls + 1, math.ceil(calls * factor)))
 # How a CUDA block is timed (runner.engine.gpu_blocks): replays of a captured CUDA graph,
 # plain calls back to back, or each call between its own events.
 CUDA_GRAPH, BATCHED, PER_CALL = "cuda_graph", "batched", "per_call"

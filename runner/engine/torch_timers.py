@@ -9,7 +9,6 @@ runner.engine.gpu_blocks.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,14 +18,11 @@ import torch
 
 from runner.engine.gpu_blocks import GpuBackend, TorchCuda, pair_gpu, time_gpu
 from runner.engine.paired import PairedTiming, sample_pairs
-from runner.engine.timing_data import Timing, TimingSettings
+from runner.engine.timing_data import Timing, TimingSettings, grown_calls
 
 MIN_WARMUP_CALLS = 3
 CPU_BLOCKS = "cpu_blocks"  # the method a CPU speedup states: blocks timed by a host clock
 MAX_CALLS_PER_SAMPLE = 1_000_000
-# Calibration sizes a block this much past `min_sample_s`, so that a block stays above it
-# when calls vary a little.
-CALIBRATION_AIM = 1.1
 
 
 def measure(fn: Callable[[], object], device: str, settings: TimingSettings) -> Timing:
@@ -112,12 +108,7 @@ def _calibrate(fn: Callable[[], object], settings: TimingSettings,
         elapsed = _block(fn, number, clock) * number / 1000
         calls, spent = calls + number, spent + elapsed
         if elapsed < settings.min_sample_s and number < MAX_CALLS_PER_SAMPLE:
-            # Aim a little past the target (CALIBRATION_AIM), at most 10x per step in case
-            # the estimate is off. Scaling the calls (not a whole multiplier of them) keeps
-            # blocks near the target: rounding the multiplier up made blocks up to twice as
-            # long as asked, and a cell's pairs as much longer.
-            grow = min(10.0, settings.min_sample_s / max(elapsed, 1e-9) * CALIBRATION_AIM)
-            number = min(MAX_CALLS_PER_SAMPLE, max(number + 1, math.ceil(number * grow)))
+            number = grown_calls(number, elapsed, settings.min_sample_s, MAX_CALLS_PER_SAMPLE)
         elif spent >= settings.warmup_s and calls >= MIN_WARMUP_CALLS:
             return number
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from runner.engine import gpu_blocks
+from runner.engine import gpu_blocks, timing_data
 from runner.engine.gpu_blocks import Blocks, pair_gpu, time_gpu, warm_up
 from runner.engine.run_settings import settings_problems
 from runner.engine.timing_data import (
@@ -181,7 +181,7 @@ def test_blocks_are_calibrated_to_the_least_gpu_block_time():
                       (paired.candidate_ms, paired.candidate_calls)]:
         block_s = [sample * calls / 1000 for sample in ms]
         assert min(block_s) >= 0.002
-        assert max(block_s) <= 0.002 * (gpu_blocks.CALIBRATION_AIM + 0.05)
+        assert max(block_s) <= 0.002 * (timing_data.CALIBRATION_AIM + 0.05)
 
 
 def test_per_call_blocks_flush_l2_before_each_call_and_stop_at_their_cap():

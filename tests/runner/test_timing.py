@@ -39,7 +39,8 @@ def test_samples_are_calibrated_to_the_minimum_sample_time():
 def test_calibrated_blocks_stay_near_the_minimum_sample_time():
     """Blocks are sized by scaling the calls, not by a whole multiplier of them: 10 calls of
     0.35 ms (3.5 ms) grow to 32 calls (11.2 ms, 10% past the 10 ms asked), not to 40 (14 ms)."""
-    from runner.engine.torch_timers import CALIBRATION_AIM, time_cpu
+    from runner.engine.timing_data import CALIBRATION_AIM
+    from runner.engine.torch_timers import time_cpu
 
     model = FakeModel(cost=0.00035)
     settings = TimingSettings(samples=2, warmup_s=0.0, min_sample_s=0.01)
