@@ -37,8 +37,9 @@ Exit status: 0 when every judged target passes, 1 otherwise, 2 on a usage error.
 
 --out DIR writes gpu_check.txt (what was printed), gpu_check.json (the summary: targets,
 cells, wall times), records.json (every run's records) and torchao.csv (its runner's CSV).
-Budget: about 5-7 minutes on one H100 with the default timing (--budget lowers the seconds
-per speedup); about 2 minutes on a quiet 2-CPU machine.
+Budget: on one H100, 359 s with torchao's runner (88 s of it) and 326 s without, builds
+compiled afresh (ARCHITECTURE.md, "GPU timing on an H100"); --budget lowers the seconds per
+speedup. About 80 s on a quiet 2-CPU machine, 4 minutes with torchao's runner.
 """
 
 from __future__ import annotations
@@ -604,6 +605,9 @@ def measure(args: argparse.Namespace, compile_mode: str | None, work: Path,
                    f"{len(records[name])} records  {process.last}")
             if process.rc != 0:
                 report("    " + process.tail.replace("\n", "\n    "))
+            if args.out:  # kept as it grows: a check stopped at its time limit still has it
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / "records.json").write_text(json.dumps(records))
     torchao, torchao_wall, note, torchao_rows = None, None, "", []
     pythonpath = [str(Path(args.torchao_src).resolve())] if args.torchao_src else []
     if args.skip_torchao:

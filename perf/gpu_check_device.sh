@@ -21,7 +21,8 @@
 #
 # Then, through the device tool (one call; the check itself stops itself at 9.5 minutes):
 #   run(command="bash perf/gpu_check_device.sh", carry=[".whl", ".torchao"], timeout_s=600)
-# Arguments go on to perf/gpu_check.py. The session's 15 device minutes hold one such call
+# Arguments go on to perf/gpu_check.py; CHECK_TIMEOUT (seconds, default 570) bounds the check
+# where less device time is left (e.g. CHECK_TIMEOUT=400 ... --skip-torchao). The session's 15 device minutes hold one such call
 # (the machine's start takes a minute or two): prepare everything here first.
 # What comes back under $OUT: gpu_check.txt (the table and targets), gpu_check.json (the
 # summary), records.json (every run's records), torchao.csv (its runner's CSV), log.
@@ -37,4 +38,4 @@ python3 -c "import torch, torchao, msgspec, yaml, tqdm; print('torch', torch.__v
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv || true
 args=(--device cuda --out "$out" "$@")  # e.g. --budget 1 for less time per speedup
 [ -d .torchao/benchmarks ] && args+=(--torchao-src .torchao)
-timeout 570 python3 perf/gpu_check.py "${args[@]}" 2>&1 | tee "$out/log"
+timeout "${CHECK_TIMEOUT:-570}" python3 perf/gpu_check.py "${args[@]}" 2>&1 | tee "$out/log"

@@ -7,18 +7,22 @@ to outlast the host's enqueueing of the block: when the GPU reaches the block's 
 the whole block is queued, and the events see GPU time only (nvbench does the same). A block
 is timed one of three ways (TimingSettings.gpu_method):
 
-- cuda_graph: each call captured once in a CUDA graph; a block is N replays between two
-  events. A replay costs the host little, so the spin stays short. Where either side cannot
-  be captured (a host sync, a CPU branch on a tensor's value), both are timed batched, and
-  the timing says why.
-- batched: N plain calls between two events.
-- per_call: each call between its own events, L2 flushed before it when
-  TimingSettings.flush_l2 (nvbench's "cold" measurement); a block reads their mean.
+- cuda_graph: each call captured once in a CUDA graph and replayed. A replay costs the host
+  little, so the spin stays short. Where either side cannot be captured (a host sync, a CPU
+  branch on a tensor's value), both are timed as plain calls, and the timing says why.
+- batched: N plain calls back to back between two events (L2 warm).
+- per_call: plain calls, each between its own events.
 
-L2 is warm in the first two (calls back to back). N is raised until a block lasts
-TimingSettings.min_gpu_block_s of GPU time. Warm-up runs blocks until the last few agree (an
-idle GPU clocks far below its boost clock) or a cap is reached, and says which. Speedups
-pair the sides in ABBA blocks as on CPU (runner.engine.paired).
+With TimingSettings.flush_l2 (the default), cuda_graph and per_call time each call between
+its own events after a read that evicts L2 (nvbench's "cold" measurement), and a block
+reads their mean: a weight that fits L2 (a 32 MiB bf16 4096x4096 on a 50 MB H100 L2) is
+read from memory as in a model of many layers, not from whatever part of it the last call
+left in L2, which depends on where the weight lies (warm, the A/A cells of that shape read
+0.988 to 1.013 from process to process on an H100, perf/gpu_check.py). Without it, calls
+run back to back (L2 warm), N replays between two events for cuda_graph. N is raised until
+a block lasts TimingSettings.min_gpu_block_s of GPU time. Warm-up runs blocks until the
+last few agree (an idle GPU clocks far below its boost clock) or a cap is reached, and says
+which. Speedups pair the sides in ABBA blocks as on CPU (runner.engine.paired).
 
 Everything CUDA goes through a GpuBackend: TorchCuda here, a fake GPU in the tests. Plain
 Python: torch is imported when a TorchCuda is made.
@@ -45,7 +49,8 @@ from runner.engine.timing_data import (
 
 WARM, FLUSHED = "warm", "flushed"
 MAX_BLOCK_CALLS = 100_000
-# per_call also flushes L2 before each call, which costs more GPU time than a small call.
+# A block timing each call alone also flushes L2 before each call (more GPU time than a
+# small call): fewer calls.
 MAX_PER_CALL_BLOCK = 50
 # Warm-up is steady once the last STEADY_BLOCKS blocks agree within STEADY_TOLERANCE; it
 # stops unsteady after MAX_WARMUP_S (or `warmup_s` when longer) or MAX_WARMUP_BLOCKS.
@@ -62,7 +67,7 @@ SPIN_HISTORY = 8
 # The spin kernel counts SM cycles; sized at a clock above any current GPU's boost clock, it
 # lasts at least as long as asked.
 SPIN_CLOCK_HZ = 2.5e9
-# Writing this much more than the L2 size evicts everything a previous call left there.
+# Reading this much more than the L2 size evicts everything a previous call left there.
 L2_FLUSH_FACTOR = 2
 MIN_FLUSH_BYTES = 256 * 2**20
 CAPTURE_WARMUP_CALLS = 3  # on a side stream before capture, as PyTorch's docs ask
@@ -93,7 +98,7 @@ class GpuBackend(Protocol):
         """Enqueue a kernel that keeps the GPU busy for at least `seconds`."""
 
     def flush_l2(self) -> None:
-        """Enqueue a write that evicts L2."""
+        """Enqueue what evicts L2."""
 
     def capture(self, fn: Call) -> tuple[Call | None, str]:
         """A replay of `fn` captured in a CUDA graph; None and why where it cannot be."""
@@ -124,12 +129,16 @@ class TorchCuda:
         self.torch.cuda._sleep(max(1, int(seconds * SPIN_CLOCK_HZ)))
 
     def flush_l2(self) -> None:
+        """Read a buffer larger than L2: the call then finds L2 holding this buffer, clean.
+        A write (Triton's do_bench and nvbench zero one) leaves L2 dirty, and the call pays
+        for writing it back: on an H100 a 32 MiB bf16 weight read at 2.2x its HBM time
+        after a zero_() (perf/gpu_check.py)."""
         if self._flush is None:
             cuda = self.torch.cuda
             l2_bytes = cuda.get_device_properties(cuda.current_device()).L2_cache_size
             size = max(L2_FLUSH_FACTOR * l2_bytes, MIN_FLUSH_BYTES)
-            self._flush = self.torch.empty(size, dtype=self.torch.int8, device="cuda")
-        self._flush.zero_()
+            self._flush = self.torch.zeros(size // 8, dtype=self.torch.int64, device="cuda")
+        self._flush.sum()
 
     def capture(self, fn: Call) -> tuple[Call | None, str]:
         cuda = self.torch.cuda
@@ -155,6 +164,7 @@ class Blocks:
 
     def __init__(self, gpu: GpuBackend, call: Call, method: str, flush_l2: bool):
         self.gpu, self.call, self.method, self.flush_l2 = gpu, call, method, flush_l2
+        self.each_call = times_each_call(method, flush_l2)
         self.calls = 1
         self.enqueue_s: deque[float] = deque(maxlen=SPIN_HISTORY)  # host time per call
         self.outran = 0  # blocks whose enqueueing outlasted their spin kernel
@@ -176,7 +186,7 @@ class Blocks:
         return sum(self.gpu.elapsed_ms(start, end) for start, end in spans) / self.calls
 
     def _enqueue(self) -> list[tuple[Event, Event]]:
-        if self.method != PER_CALL:
+        if not self.each_call:
             return [self._timed(self.calls)]
         spans = []
         for _ in range(self.calls):
@@ -197,7 +207,7 @@ class Blocks:
         """More calls per block when this block (`ms` per call) lasted less than `least_s`;
         whether there are."""
         block_s = ms * self.calls / 1000
-        most = MAX_PER_CALL_BLOCK if self.method == PER_CALL else MAX_BLOCK_CALLS
+        most = MAX_PER_CALL_BLOCK if self.each_call else MAX_BLOCK_CALLS
         if block_s >= least_s or self.calls >= most:
             return False
         self.calls = grown_calls(self.calls, block_s, least_s, most)
@@ -235,14 +245,19 @@ def _agree(times: list[float]) -> bool:
     return len(times) == STEADY_BLOCKS and max(times) - min(times) <= STEADY_TOLERANCE * min(times)
 
 
+def times_each_call(method: str, flush_l2: bool) -> bool:
+    """Whether each call is timed alone (per_call always; cuda_graph when L2 is flushed)."""
+    return method == PER_CALL or (method == CUDA_GRAPH and flush_l2)
+
+
 def l2_policy(method: str, flush_l2: bool) -> str:
-    return FLUSHED if method == PER_CALL and flush_l2 else WARM
+    return FLUSHED if flush_l2 and times_each_call(method, flush_l2) else WARM
 
 
 def pair_gpu(baseline: Call, candidate: Call, settings: TimingSettings,
              gpu: GpuBackend) -> PairedTiming:
     """The candidate's speedup over the baseline in alternating blocks timed on the GPU."""
-    calls, method, note = _prepare(gpu, (baseline, candidate), settings.gpu_method)
+    calls, method, note = _prepare(gpu, (baseline, candidate), settings)
     sides = [Blocks(gpu, call, method, settings.flush_l2) for call in calls]
     notes = [note] + [_warmup_note(name, warm_up(side, settings))
                       for name, side in zip(("baseline", "candidate"), sides, strict=True)]
@@ -255,7 +270,7 @@ def pair_gpu(baseline: Call, candidate: Call, settings: TimingSettings,
 
 def time_gpu(fn: Call, settings: TimingSettings, gpu: GpuBackend) -> Timing:
     """A lone timing: `samples` blocks of one call, each timed on the GPU."""
-    calls, method, note = _prepare(gpu, (fn,), settings.gpu_method)
+    calls, method, note = _prepare(gpu, (fn,), settings)
     blocks = Blocks(gpu, calls[0], method, settings.flush_l2)
     warmup_note = _warmup_note("the call", warm_up(blocks, settings))
     samples = tuple(blocks() for _ in range(settings.samples))
@@ -264,10 +279,13 @@ def time_gpu(fn: Call, settings: TimingSettings, gpu: GpuBackend) -> Timing:
                   "; ".join(text for text in notes if text))
 
 
-def _prepare(gpu: GpuBackend, fns: Sequence[Call], method: str) -> tuple[list[Call], str, str]:
+def _prepare(gpu: GpuBackend, fns: Sequence[Call], settings: TimingSettings
+             ) -> tuple[list[Call], str, str]:
     """The calls to time after a first call of each (compilation happens there): CUDA graph
     replays when asked for and every side captures, else the calls; the method they are
-    timed by, and why it is not the one asked for."""
+    timed by, and why it is not the one asked for. Plain calls instead of replays keep the
+    L2 policy: per_call when L2 is flushed, batched when warm."""
+    method = settings.gpu_method
     for fn in fns:
         fn()
     gpu.synchronize()
@@ -277,7 +295,9 @@ def _prepare(gpu: GpuBackend, fns: Sequence[Call], method: str) -> tuple[list[Ca
     for fn in fns:
         replay, reason = gpu.capture(fn)
         if replay is None:
-            return list(fns), BATCHED, f"no CUDA graph ({reason}): batched calls instead"
+            instead = PER_CALL if settings.flush_l2 else BATCHED
+            words = "calls each timed alone" if settings.flush_l2 else "batched calls"
+            return list(fns), instead, f"no CUDA graph ({reason}): {words} instead"
         replays.append(replay)
     return replays, CUDA_GRAPH, ""
 

@@ -68,8 +68,9 @@ class TimingSettings:
     gpu_method: str = field(default=CUDA_GRAPH, metadata=one_of(GPU_METHODS))
     # CUDA: calls per block are raised until a block lasts this long on the GPU
     min_gpu_block_s: float = field(default=0.001, metadata=at_least(0))
-    # CUDA per_call: overwrite a buffer larger than L2 before every timed call (cold L2).
-    # cuda_graph and batched run calls back to back: L2 is warm whatever this says.
+    # CUDA cuda_graph and per_call: overwrite a buffer larger than L2 before every call and
+    # time each call alone (cold L2, as a layer of a large model meets its weight). Off:
+    # calls back to back (L2 warm). batched is always warm.
     flush_l2: bool = True
     # Paired speedups (runner.engine.paired): pairs (A B B A B A A B blocks) are added until the 95%
     # interval's half-width is at most `ci_target` of the speedup, or `budget_s` is spent

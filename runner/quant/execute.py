@@ -16,7 +16,9 @@ caught here, so a caller can stop and still write what finished.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import logging
 import math
 import time
@@ -151,10 +153,12 @@ def _measure(
         result.quantized_bytes += models.model_bytes(model)
         del reference, output
 
+        fresh_sides = functools.partial(_fresh_sides, baseline, recipe, config)
         _read_gpu(cell, result, "start")
-        main = _time_pairs(cell, baseline, model, data, settings, deadline, result)
+        main = _time_pairs(cell, (baseline, model), fresh_sides, data, settings, deadline,
+                           result)
         _read_gpu(cell, result, "end")
-        del baseline  # not part of the quantized model's peak memory
+        del baseline, fresh_sides  # not part of the quantized model's peak memory
         if cell.device == "cuda":
             result.peak_memory_mb = _peak_memory_mb(lambda: main(data))
         if not recipe.is_baseline:
@@ -164,16 +168,25 @@ def _measure(
         _write_artifacts(cell, lambda: main(data), result)
 
 
-def _time_pairs(cell: QuantCell, baseline: Any, model: Any, data: torch.Tensor,
+def _fresh_sides(baseline: Any, recipe: Recipe, config: Any) -> tuple[Any, Any]:
+    """Both models again, in new memory, for a build after the first."""
+    quantized = copy.deepcopy(baseline)
+    recipe.apply(quantized, config)
+    return copy.deepcopy(baseline), quantized
+
+
+def _time_pairs(cell: QuantCell, sides: tuple[Any, Any],
+                fresh_sides: Callable[[], tuple[Any, Any]], data: torch.Tensor,
                 settings: TimingSettings, deadline: float, result: CellResult) -> Any:
     """Eager, then compiled when the cell compiles; the headline model (compiled or not).
     The eager models ran once already (for the SQNR)."""
+    baseline, model = sides
     result.eager = _paired(cell, "eager", lambda: baseline(data), lambda: model(data),
                            settings, deadline, result)
     if not cell.compile_mode:
         return model
     planned = settings.builds or (CUDA_BUILDS if cell.device == "cuda" else 1)
-    builds, compiled = _compiled_builds(cell, baseline, model, data, planned, settings,
+    builds, compiled = _compiled_builds(cell, sides, fresh_sides, data, planned, settings,
                                         deadline, result)
     result.compiled = builds[0]
     if planned > 1:
@@ -184,12 +197,17 @@ def _time_pairs(cell: QuantCell, baseline: Any, model: Any, data: torch.Tensor,
     return compiled
 
 
-def _compiled_builds(cell: QuantCell, baseline: Any, model: Any, data: torch.Tensor,
+def _compiled_builds(cell: QuantCell, sides: tuple[Any, Any],
+                     fresh_sides: Callable[[], tuple[Any, Any]], data: torch.Tensor,
                      planned: int, settings: TimingSettings, deadline: float,
                      result: CellResult) -> tuple[list[PairedTiming], Any]:
     """Up to `planned` builds, each a fresh compile of both sides and its own pairs; a build
-    after the first runs only when the last one's time is left. The builds' timings and
-    the last compiled model."""
+    after the first runs only when the last one's time is left. Builds differ in what a new
+    process would: the compiled code and its Triton configs (no inductor caches) and where
+    the weights lie in memory (a build after the first makes both models again), which on
+    a GPU moves a memory-bound call by a percent or two (the A/A cells of
+    perf/gpu_check.py). The builds' timings and the last compiled model."""
+    baseline, model = sides
     builds: list[PairedTiming] = []
     build_s = 0.0
     for number in range(1, planned + 1):
@@ -202,10 +220,12 @@ def _compiled_builds(cell: QuantCell, baseline: Any, model: Any, data: torch.Ten
         started = clock()
         if number > 1:
             torch._dynamo.reset()  # a fresh compile of both sides, as another process would
+            baseline, model = fresh_sides()
         compiled_baseline = _compile(baseline, cell.compile_mode)
         compiled = _compile(model, cell.compile_mode)
-        for side in (compiled_baseline, compiled):
-            side(data)  # compiles here, on the cell's budget, before a call is timed
+        with _fresh_caches(planned > 1):
+            for side in (compiled_baseline, compiled):
+                side(data)  # compiles here, on the cell's budget, before a call is timed
         what = "compiled" if planned == 1 else f"compiled (build {number})"
         builds.append(_paired(cell, what, lambda b=compiled_baseline: b(data),
                               lambda q=compiled: q(data), settings, deadline, result))
@@ -268,6 +288,17 @@ def _read_gpu(cell: QuantCell, result: CellResult, when: str) -> None:
 
 def _compile(model: Any, mode: str) -> Any:
     return torch.compile(model, mode=mode, fullgraph=True)
+
+
+def _fresh_caches(independent: bool) -> Any:
+    """Independent builds compile without inductor's caches: each picks its Triton configs
+    by its own benchmark at the first call, as a new process does. With the caches, builds
+    in one process reuse the first pick and agree while processes do not (int8dq compiled
+    at 32x4096x4096 read 0.43 and 0.51 in two processes on an H100, each process's builds
+    within 1 % of each other)."""
+    if not independent:
+        return contextlib.nullcontext()
+    return torch.compiler.config.patch(force_disable_caches=True)
 
 
 def _check_quantized(model: Any, label: str, result: CellResult) -> None:

@@ -49,7 +49,8 @@ class FakeGpu:
         self.slowdown = slowdown
         self.spins = 0
         self.l2_cold = True
-        self.captured: list[float] | None = None  # GPU times of kernels launched in a capture
+        # the kernels launched in a capture, each giving its GPU time when replayed
+        self.captured: list[Callable[[], float]] | None = None
 
     def host_time(self) -> float:
         return self.host
@@ -60,7 +61,7 @@ class FakeGpu:
     def launch(self, gpu_s: float, host_s: float = LAUNCH_S, spin: bool = False) -> None:
         self.host += host_s
         if self.captured is not None:
-            self.captured.append(gpu_s)
+            self.captured.append(lambda: gpu_s)
             return
         scale = 1.0 if spin else self.slowdown(self.spins)
         self.gpu_free = max(self.host, self.gpu_free) + gpu_s * scale
@@ -90,7 +91,7 @@ class FakeGpu:
         self.captured = []
         fn()
         kernels, self.captured = self.captured, None
-        return lambda: self.launch(sum(kernels)), ""
+        return lambda: self.launch(sum(kernel() for kernel in kernels)), ""
 
 
 class FakeModel:
@@ -102,9 +103,15 @@ class FakeModel:
         self.gpu, self.gpu_s, self.host_s, self.cold_s = gpu, gpu_s, host_s, cold_s
 
     def __call__(self) -> None:
+        if self.gpu.captured is not None:  # replays read L2 as they find it
+            self.gpu.captured.append(self.kernel_s)
+            return
+        self.gpu.launch(self.kernel_s(), self.host_s())
+
+    def kernel_s(self) -> float:
         gpu_s = self.cold_s if self.gpu.l2_cold and self.cold_s else self.gpu_s
         self.gpu.l2_cold = False
-        self.gpu.launch(gpu_s, self.host_s())
+        return gpu_s
 
 
 def jitter(low: float, high: float, seed: int) -> Callable[[], float]:
@@ -161,20 +168,39 @@ def test_a_graph_replay_needs_a_shorter_spin_than_batched_calls():
     assert spins[CUDA_GRAPH] < spins[BATCHED] / 5
 
 
-def test_a_failed_capture_falls_back_to_batched_on_both_sides_and_says_why():
+@pytest.mark.parametrize("flush_l2, method, words", [
+    (True, PER_CALL, "calls each timed alone"), (False, BATCHED, "batched calls")])
+def test_a_failed_capture_falls_back_to_plain_calls_on_both_sides_and_says_why(
+        flush_l2, method, words):
+    """Plain calls keep the L2 policy asked for: cold calls each timed alone, or warm ones
+    back to back."""
     gpu = FakeGpu(capture_error="RuntimeError: operation not permitted when stream is capturing")
-    paired = pair_gpu(FakeModel(gpu), FakeModel(gpu, gpu_s=2 * GPU_S), SETTINGS, gpu)
-    assert paired.method == BATCHED
-    assert paired.l2 == "warm"
+    settings = TimingSettings(**{**SETTINGS.to_dict(), "flush_l2": flush_l2})
+    paired = pair_gpu(FakeModel(gpu), FakeModel(gpu, gpu_s=2 * GPU_S), settings, gpu)
+    assert paired.method == method
+    assert paired.l2 == ("flushed" if flush_l2 else "warm")
     assert paired.method_note == ("no CUDA graph (RuntimeError: operation not permitted when "
-                                  "stream is capturing): batched calls instead")
+                                  f"stream is capturing): {words} instead")
     assert paired.summary()["timing_note"] == paired.method_note
     assert paired.speedup == pytest.approx(0.5, rel=0.01)
 
 
+@pytest.mark.parametrize("flush_l2, expected_s", [(True, 3 * GPU_S), (False, GPU_S)])
+def test_graph_replays_are_timed_cold_each_alone_when_l2_is_flushed(flush_l2, expected_s):
+    """A call whose weight L2 may hold (10 us warm, 30 us cold): flushed, every replay reads
+    the cold time, the flush left out of it; warm, replays run back to back."""
+    gpu = FakeGpu()
+    settings = TimingSettings(**{**SETTINGS.to_dict(), "flush_l2": flush_l2, "samples": 4})
+    timing = time_gpu(FakeModel(gpu, cold_s=3 * GPU_S), settings, gpu)
+    assert (timing.method, timing.l2) == (CUDA_GRAPH, "flushed" if flush_l2 else "warm")
+    assert timing.samples_ms == pytest.approx((expected_s * 1000,) * 4, rel=0.01)
+    assert timing.calls_per_sample * expected_s >= SETTINGS.min_gpu_block_s
+
+
 def test_blocks_are_calibrated_to_the_least_gpu_block_time():
     gpu = FakeGpu()
-    settings = TimingSettings(**{**SETTINGS.to_dict(), "min_gpu_block_s": 0.002})
+    settings = TimingSettings(**{**SETTINGS.to_dict(), "min_gpu_block_s": 0.002,
+                                 "flush_l2": False})  # calls back to back, no cap of 50
     paired = pair_gpu(FakeModel(gpu), FakeModel(gpu, gpu_s=7 * GPU_S), settings, gpu)
     assert paired.baseline_calls > paired.candidate_calls > 1
     for ms, calls in [(paired.baseline_ms, paired.baseline_calls),
@@ -237,7 +263,7 @@ def test_the_paired_result_states_method_and_l2_in_its_summary():
     paired = pair_gpu(FakeModel(gpu), FakeModel(gpu), SETTINGS, gpu)
     summary = paired.summary()
     assert summary["timing_method"] == CUDA_GRAPH
-    assert summary["l2"] == "warm"
+    assert summary["l2"] == "flushed"  # the default: cold, each replay timed alone
     assert summary["calls_per_block"] == [paired.baseline_calls, paired.candidate_calls]
     assert "timing_note" not in summary
     assert type(paired).from_dict(paired.to_dict()) == paired

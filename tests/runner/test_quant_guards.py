@@ -4,6 +4,7 @@ GPU's clocks at a cell's start and end in its records."""
 
 import dataclasses
 import json
+from types import SimpleNamespace
 
 import pytest
 from conftest import FAST
@@ -152,21 +153,34 @@ def test_outputs_that_make_no_sense_are_suspect():
 
 @pytest.fixture
 def counted_builds(monkeypatch):
-    """Compiles and dynamo resets counted; `torch.compile` left out (it is slow on CPU)."""
+    """Compiles and dynamo resets counted, the models compiled kept in `models` and, per
+    call, whether inductor's caches were off in `fresh`; `torch.compile` left out (it is
+    slow on CPU)."""
     import torch
 
     seen = {"compiles": 0, "resets": 0}
+    models, fresh = [], []
 
     def compile_(model, mode):
         seen["compiles"] += 1
-        return model
+        models.append(model)
+
+        first = True
+
+        def call(data):
+            nonlocal first
+            if first:  # where torch.compile would compile
+                fresh.append(torch.compiler.config.force_disable_caches)
+                first = False
+            return model(data)
+        return call
 
     def reset():
         seen["resets"] += 1
 
     monkeypatch.setattr(execute, "_compile", compile_)
     monkeypatch.setattr(torch._dynamo, "reset", reset)
-    return seen
+    return SimpleNamespace(counts=seen, models=models, fresh=fresh)
 
 
 def test_a_compiled_cell_is_measured_in_independent_builds_and_combined(
@@ -176,7 +190,12 @@ def test_a_compiled_cell_is_measured_in_independent_builds_and_combined(
     settings = dataclasses.replace(FAST, builds=2)
     result = run_cell(make_cell("int8wo", compile_mode="default"), settings)
     assert result.status == "ok", result.reason
-    assert counted_builds == {"compiles": 4, "resets": 2}  # both sides, each build afresh
+    assert counted_builds.counts == {"compiles": 4, "resets": 2}  # both sides, each afresh
+    # build 2 compiles models made again (in new memory) with inductor's caches off
+    first, second = counted_builds.models[:2], counted_builds.models[2:]
+    assert not {id(m) for m in first} & {id(m) for m in second}
+    assert first[0].linear1.weight.data_ptr() != second[0].linear1.weight.data_ptr()
+    assert counted_builds.fresh == [True] * 4
     assert [b.speedup for b in result.builds] == [0.279, 0.505]
     assert result.compiled is result.builds[0]  # its times are the ones recorded
     assert result.unstable and result.compiled_combined.ci == (0.279 * 0.99, 0.505 * 1.01)
@@ -194,7 +213,8 @@ def test_a_compiled_cell_is_measured_in_independent_builds_and_combined(
 def test_compiled_cells_on_cpu_build_once_unless_asked(make_cell, counted_builds):
     result = run_cell(make_cell("int8wo", compile_mode="default"), FAST)
     assert result.status == "ok", result.reason
-    assert counted_builds == {"compiles": 2, "resets": 1} and result.builds == []
+    assert counted_builds.counts == {"compiles": 2, "resets": 1} and result.builds == []
+    assert counted_builds.fresh == [False] * 2  # one build: the caches as they are
     assert "builds" not in headline(result)
 
 
@@ -210,7 +230,7 @@ def test_a_build_that_cannot_fit_the_cells_budget_is_skipped_and_said(
     monkeypatch.setattr(execute, "measure_pair", measure_pair)
     settings = dataclasses.replace(FAST, builds=3, cell_budget_s=100.0)
     result = run_cell(make_cell("int8wo", compile_mode="default"), settings)
-    assert len(result.builds) == 1 and counted_builds["resets"] == 1
+    assert len(result.builds) == 1 and counted_builds.counts["resets"] == 1
     assert "compiled builds 2-3 of 3 skipped: 20.0 s left of the cell budget, a build took " \
            "40.0 s" in result.notes
     assert [b["pairs"] for b in headline(result)["builds"]] == [8]
