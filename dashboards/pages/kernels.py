@@ -12,16 +12,17 @@ from django.db.models import Case, JSONField, When
 
 from benchsite.results.models import Result
 from dashboards import charts
-from dashboards.choices import series_options, summary_choices
+from dashboards.choices import summary_choices
 from dashboards.families import FamilyPage, register
+from dashboards.filters import choice, pairs, prefer
 from dashboards.pages.common import (
     Interval,
     geomean,
     geomean_interval,
     interval_of,
-    latest_shas,
     measured_text,
 )
+from dashboards.pages.family import CommitFilters
 from dashboards.peaks import Peak, peak_bandwidth
 from dashboards.render import Page, Table
 from dashboards.state import State
@@ -90,18 +91,28 @@ def cells_of(repo: str, sha: str, arch: str, dtype: str) -> dict[Key, KernelCell
     return cells
 
 
-def build(state: State) -> Page:
-    repos = series_options(("repo",), benchmark=KERNELS_BENCHMARK)["repo"]
-    repo = state.choice("repo", repos, default="pytorch/pytorch")
-    branch = state.text("branch", "main")
-    shas = latest_shas(repo, KERNELS_BENCHMARK, branch)
-    sha = state.choice("sha", [s for s, _ in shas] or [""], default=shas[0][0] if shas else "")
-    scope = {"repo": repo, "benchmark": KERNELS_BENCHMARK, "run__head_sha": sha}
-    archs = summary_choices("arch", **scope)
-    arch = state.choice("arch", archs or [""])
-    dtypes = summary_choices("dtype", **scope, arch=arch)
-    dtype = state.choice("dtype", dtypes or [""], default="bfloat16")
+class KernelFilters(CommitFilters):
+    """Repo -> branch -> device -> commit of the fused kernels -> dtype (bfloat16 where that
+    commit and device have it)."""
 
+    BENCHMARK = KERNELS_BENCHMARK
+    REPO = "pytorch/pytorch"
+
+    dtype = choice("Dtype")
+    parents = {**CommitFilters.parents, "dtype": ("sha", "arch")}
+
+    def options_dtype(self, values):
+        return pairs(summary_choices("dtype", repo=values["repo"], benchmark=KERNELS_BENCHMARK,
+                                     run__head_sha=values["sha"], arch=values["arch"]))
+
+    def default_dtype(self, values, choices):
+        return prefer(choices, "bfloat16")
+
+
+def build(state: State) -> Page:
+    form = KernelFilters(state)
+    repo, branch, sha, arch, dtype = (form.values[name]
+                                      for name in ("repo", "branch", "sha", "arch", "dtype"))
     cells = cells_of(repo, sha, arch, dtype)
     peak = peak_bandwidth(arch)
     table = _cells_table(cells, peak)
@@ -112,8 +123,7 @@ def build(state: State) -> Page:
                  "peak_gbs": peak.gbs if peak else None, **table.paging.as_filters()},
         tables=[_geomeans(cells), table],
         figures=_bandwidth_charts(cells, peak),
-        context={"state": state, "repos": repos, "shas": shas, "archs": archs,
-                 "dtypes": dtypes, "missing": not cells, "peak": peak},
+        context={"form": form, "missing": not cells, "peak": peak},
     )
 
 
@@ -255,5 +265,6 @@ def _cells_table(cells: dict[Key, KernelCell], peak: Peak | None) -> Table:
 PAGE = register(FamilyPage(
     family="kernels", benchmark=KERNELS_BENCHMARK, slug="kernels", label="Kernels",
     headline=KernelMetric.SPEEDUP, template="dashboards/kernels.html", build=build,
+    filters=KernelFilters,
     columns={KernelMetric.LATENCY: "latency ms", KernelMetric.BANDWIDTH: "GB/s",
              KernelMetric.SPEEDUP: "speedup"}, by_commit=True, order=30))

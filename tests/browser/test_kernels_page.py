@@ -1,5 +1,6 @@
-"""The fused kernels page in Chromium on demo data: every chart drawn, the commit filter
-changes the URL, the CSV downloads. Screenshot: var/screenshots/kernels.png."""
+"""The fused kernels page in Chromium on demo data: every chart drawn, the shared filter
+form (repo -> branch -> device -> commit -> dtype), the commit filter changes the URL, the
+CSV downloads. Screenshot: var/screenshots/kernels.png."""
 
 from pathlib import Path
 
@@ -36,6 +37,10 @@ def test_kernels_page_charts_filter_and_csv(page, demo, tmp_path):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "kernels.png"), full_page=True)
 
+    selects = page.evaluate("() => [...document.querySelectorAll('#filters select')].map("
+                            "select => [select.name, select.value])")
+    assert selects == [["repo", "pytorch/pytorch"], ["branch", "main"],
+                       ["arch", "NVIDIA H100 80GB HBM3"], ["sha", sha(2)], ["dtype", "bfloat16"]]
     page.select_option('select[name="sha"]', sha(0))
     page.wait_for_url(f"**sha={sha(0)}*")
     page.locator(".js-plotly-plot").nth(7).wait_for()

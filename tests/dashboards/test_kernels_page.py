@@ -5,6 +5,7 @@ cells, colours only outside the noise, and parameters."""
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -182,3 +183,60 @@ def test_a_device_without_a_known_peak_has_no_line_and_says_so(client, db):
     assert [trace["name"] for trace in page["figures"][0]["data"]] == ["eager"]
     assert page["tables"][1]["rows"][0][6] is None
     assert b'No peak bandwidth is known for this device' in client.get("/kernels/").content
+
+
+def kernel_record(arch, dtype, backend, bandwidth, benchmark="fused kernels"):
+    return {"benchmark": {"name": benchmark, "mode": "forward", "dtype": dtype,
+                          "extra_info": {"device": "cuda", "arch": arch, "shape": [64, 128],
+                                         "torch_compile_mode": "none"}},
+            "model": {"name": "softmax", "backend": backend},
+            "metric": {"name": "memory_bandwidth", "benchmark_values": [bandwidth]}}
+
+
+def options(html, name):
+    """The values a filter's dropdown offers, and the selected one."""
+    select = re.search(rf'<select name="{name}"[^>]*>(.*?)</select>', html, re.S).group(1)
+    offered = re.findall(r'<option value="([^"]*)"', select)
+    return offered, re.search(r'<option value="([^"]*)" selected>', select).group(1)
+
+
+def test_the_form_offers_what_has_kernel_results_and_shows_only_its_cells(client, db):
+    def upload(branch, commit, records):
+        store_upload(json.dumps(records).encode(), metadata={
+            "repo": "pytorch/pytorch", "head_branch": branch, "head_sha": commit * 40})
+
+    upload("main", "a", [kernel_record(H100, "bfloat16", "eager", 900.0),
+                         kernel_record(H100, "bfloat16", "liger", 1200.0),
+                         kernel_record(H100, "float32", "eager", 800.0)])
+    upload("main", "b", [kernel_record("NVIDIA L4", "float16", "eager", 250.0)])
+    upload("release/2.8", "c", [kernel_record(H100, "bfloat16", "eager", 950.0)])
+    upload("feature", "d", [kernel_record("NVIDIA A100-SXM4-80GB", "bfloat16", "eager",
+                                          700.0, benchmark="other")])
+
+    html = client.get("/kernels/").content.decode()
+    assert options(html, "branch") == (["main", "release/2.8"], "main")
+    # the busiest device and its newest commit, not the L4's newer one
+    assert options(html, "arch") == ([H100, "NVIDIA L4"], H100)
+    assert options(html, "sha") == (["a" * 40], "a" * 40)
+    assert options(html, "dtype") == (["bfloat16", "float32"], "bfloat16")
+    bf16 = get_json(client, "/kernels/")
+    assert [row[3:6] for row in bf16["tables"][1]["rows"]] == [["eager", None, 900.0],
+                                                                ["liger", None, 1200.0]]
+
+    fp32 = get_json(client, "/kernels/?dtype=float32")
+    assert fp32["filters"]["dtype"] == "float32"
+    assert [row[3:6] for row in fp32["tables"][1]["rows"]] == [["eager", None, 800.0]]
+    l4 = client.get("/kernels/?arch=NVIDIA L4").content.decode()
+    assert options(l4, "sha") == (["b" * 40], "b" * 40)
+    assert options(l4, "dtype") == (["float16"], "float16")  # no bfloat16 there
+    cells = get_json(client, "/kernels/?arch=NVIDIA L4")["tables"][1]["rows"]
+    assert [row[3:7] for row in cells] == [["eager", None, 250.0, round(100 * 250 / 300, 1)]]
+    release = client.get("/kernels/?branch=release/2.8").content.decode()
+    assert options(release, "arch") == ([H100], H100)
+    assert options(release, "sha") == (["c" * 40], "c" * 40)
+
+    response = client.get("/kernels/?dtype=float16").content.decode()
+    assert ("Dtype reset to bfloat16: &#x27;float16&#x27; has no results for Commit "
+            f"{'a' * 10} · ") in response
+    assert client.get("/kernels/?dtype=float16&format=json").json()["error"].startswith(
+        "dtype: 'float16'")
