@@ -142,6 +142,8 @@ def read_run(records: list[dict[str, Any]]) -> dict[Key, Measured]:
             notes = {name: extra[name] for name in NOTE_KEYS if name in extra}
             if "l2" not in notes and "l2_flush" in info:
                 notes["l2"] = "flushed" if info["l2_flush"] else "warm"
+            if "builds" in notes:  # each build's speedup, not its whole summary
+                notes["builds"] = "/".join(f"{build['speedup']:.3f}" for build in notes["builds"])
             cell["notes"] = notes
         elif metric["name"] == BF16_TIME_METRIC:
             cell["bf16_ms"] = extra["median"]

@@ -97,13 +97,16 @@ DECODE = (32, 4096, 4096)
 
 
 def test_read_run_takes_speedup_interval_bf16_time_status_and_notes():
-    run = records(skipped=[("float8dq-row", DECODE)], extra={"timing_method": "graph x20"})
+    builds = [{"speedup": 0.9587, "ci_low": 0.95, "ci_high": 0.96}, {"speedup": 1.0059}]
+    run = records(skipped=[("float8dq-row", DECODE)],
+                  extra={"timing_method": "graph x20", "builds": builds})
     cells = gpu_check.read_run(run)
     int8dq = cells[("int8dq", DECODE)]
     assert int8dq.ok and int8dq.speedup == pytest.approx(1.5)
     assert int8dq.low < 1.5 < int8dq.high
     assert int8dq.bf16_ms == pytest.approx(1.5 * DECODE_BOUND_MS)
-    assert int8dq.notes == {"timing_method": "graph x20", "l2": "flushed"}
+    assert int8dq.notes == {"timing_method": "graph x20", "l2": "flushed",
+                            "builds": "0.959/1.006"}  # each build's speedup, in short
     skipped = cells[("float8dq-row", DECODE)]
     assert not skipped.ok and skipped.status == "skipped" and "8.9" in skipped.reason
     assert gpu_check.gpu_name(run) == H100
