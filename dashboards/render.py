@@ -45,6 +45,8 @@ class Table:
     # A column of long text (a verdict's reason) the HTML shows as a line under its row, the
     # width of the table, instead of as a column (the JSON and CSV keep it a column).
     detail: str = ""
+    # Shown by the page's own template (the repro commands: _repro.html), not as a table.
+    templated: bool = False
 
     def as_json(self) -> dict[str, Any]:
         shown = {"name": self.name, "columns": self.columns, "rows": self.rows}

@@ -1,8 +1,9 @@
-"""The commands that reproduce a job's cell or a regression on one machine (issue 32): the
-spec (its fixtures/specs file, or saved from the jobs API), the commit checked out, then
-`python -m runner run SPEC --cells '^KEY$'`; for a regression both of its ends, and
-`manage.py bench ab` for the pair where a source of its repo is set up. A series only CI
-uploaded has no spec here: what is known is said instead of a command."""
+"""The commands that reproduce a job's cell (on the job's and the run's pages) or a regression
+on one machine (issue 32): the spec (its fixtures/specs file, or saved from the jobs API),
+the commit checked out, then `python -m runner run SPEC --cells '^KEY$'`; for a regression
+both of its ends, and `manage.py bench ab` for the pair where a source of its repo is set
+up. A series or run only CI uploaded has no spec here: what is known is said instead of a
+command."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from django.urls import reverse
 from benchsite.bisects.models import Source
 from benchsite.jobs.models import Job, JobCell
 from benchsite.regressions.models import Regression
+from benchsite.results.models import Run
 from dashboards.render import Table
 from runner.contract.repos import is_repo
 from runner.engine.selection import one_cell
@@ -40,8 +42,9 @@ class Repro:
 
 
 def table(repros: list[Repro]) -> Table:
-    """The page's JSON and CSV carry the commands as the table `repro`."""
-    return Table("repro", COLUMNS, [repro.row() for repro in repros])
+    """The page's JSON and CSV carry the commands as the table `repro` (its HTML shows them
+    with _repro.html)."""
+    return Table("repro", COLUMNS, [repro.row() for repro in repros], templated=True)
 
 
 def for_cells(job: Job, cells: list[JobCell], absolute: Callable[[str], str]) -> list[Repro]:
@@ -68,12 +71,11 @@ def for_regression(regression: Regression, absolute: Callable[[str], str]) -> Re
     cell = JobCell.objects.filter(upload__runs__pk__in=runs).select_related("job") \
         .order_by("-job__created_at", "-pk").first()
     if cell is None:
-        repro.notes.append(
-            f"No spec is stored: its results were uploaded without a job of this site "
-            f"(e.g. by CI). Known: repo {series.repo}, branch {regression.branch}, commits "
+        repro.notes.append(_no_spec(
+            f"repo {series.repo}, branch {regression.branch}, commits "
             f"{regression.last_good_sha or '?'}..{regression.first_bad_sha}, benchmark "
-            f"{series.benchmark!r}, model {series.model!r}, metric {series.metric!r}. Run the "
-            "benchmark that uploaded it at both commits.")
+            f"{series.benchmark!r}, model {series.model!r}, metric {series.metric!r}",
+            "both commits"))
         return repro
     spec = _spec(cell.job, absolute, repro)
     checkout, prefix = _checkout(series.repo, repro)
@@ -91,6 +93,23 @@ def for_regression(regression: Regression, absolute: Callable[[str], str]) -> Re
         repro.notes.append(f"bench ab runs the pair on a worker of queue {cell.job.queue!r} "
                            "(on the site's machine, from its root).")
     return repro
+
+
+def for_run(run: Run, absolute: Callable[[str], str]) -> list[Repro]:
+    """The cells of the job whose upload stored the run; a run uploaded without a job of
+    this site gets what is known instead."""
+    cells = list(JobCell.objects.filter(upload_id=run.upload_id).select_related("job")
+                 .order_by("index"))
+    if cells:
+        return for_cells(cells[0].job, cells, absolute)
+    return [Repro(f"run {run.pk}", notes=[_no_spec(
+        f"repo {run.repo}, branch {run.head_branch}, commit {run.head_sha}, machine "
+        f"{run.device} ({run.arch})", "that commit")])]
+
+
+def _no_spec(known: str, commits: str) -> str:
+    return ("No spec is stored: its results were uploaded without a job of this site (e.g. "
+            f"by CI). Known: {known}. Run the benchmark that uploaded it at {commits}.")
 
 
 def _run(spec: str, key: str, prefix: list[str] | None = None, output: str = "") -> str:

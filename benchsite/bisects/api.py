@@ -107,7 +107,8 @@ class BisectSerializer(serializers.Serializer):
     outcome = serializers.JSONField(
         help_text="message, original_change, culprit {sha, subject, author, url, magnitude, "
                   "p_value}, candidates, skipped (each with its failure); an A/B's series "
-                  "(base and head medians, change, p_value, significant)")
+                  "(base and head medians, change, p_value, significant, pairs: of rounds "
+                  "that judged it, agree: on the sign) and series_rule (how they were judged)")
     source = serializers.CharField()
     repo = serializers.CharField(help_text="the source's repo")
     head_source = serializers.CharField(allow_null=True)

@@ -41,14 +41,16 @@ def verdict(bisect: Bisect) -> tuple[str, str]:
     the worse way, significantly, by at least half the detected change in log scale (the
     bisect's halfway point: a detected 4x slowdown needs 2x); a change that large but not
     significant is unconfirmed (told: a real regression is never invalidated by noise); not
-    reproduced only when the change measured is smaller."""
+    reproduced only when the change measured is smaller. The change and its significance
+    are the bisection's (`execute.ab_series`: pairs of rounds, so a burst on one round does
+    not confirm)."""
     where = f"A/B try job {bisect.pk}"
     if bisect.state != Bisect.State.FINISHED:
         message = (bisect.outcome or {}).get("message", "").strip().splitlines()
         return Confirmation.UNCONFIRMED, f"{where} {bisect.state}: {message[-1] if message else ''}"
     name = label(bisect.cells[0]["key"], bisect.metric)
     row = next((row for row in bisect.outcome.get("series", []) if row["series"] == name), None)
-    if row is None or row["change"] != row["change"]:  # NaN: a base median of 0
+    if row is None:
         return Confirmation.UNCONFIRMED, f"{where} did not measure {bisect.metric}"
     change, p = row["change"], row["p_value"]
     if p is None:  # too few repetitions to judge: no verdict, rather than a wrong one

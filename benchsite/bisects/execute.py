@@ -16,7 +16,6 @@ from benchsite.bisects.lab import SiteLab
 from benchsite.bisects.models import Bisect
 from benchsite.bisects.notify import tell_culprit
 from benchsite.bisects.signals import bisect_ended
-from benchsite.comparison.judge import MIN_REPETITIONS
 from benchsite.regressions.models import DetectionSettings, RegressionEvent
 from runner.sources.git import GitError
 
@@ -65,7 +64,7 @@ def resolve(bisect: Bisect, lab: SiteLab) -> None:
 
 def run_ab(bisect: Bisect, lab: SiteLab) -> search.Outcome:
     """BENCH_BISECT_AB_ROUNDS rounds of base and head, interleaved (ABBA...); every series'
-    change from base to head with its Mann-Whitney p-value."""
+    change from base to head is judged when it ends (`ab_series`)."""
     try:
         for number in range(settings.BENCH_BISECT_AB_ROUNDS):
             for position in (0, 1) if number % 2 == 0 else (1, 0):
@@ -78,22 +77,26 @@ def run_ab(bisect: Bisect, lab: SiteLab) -> search.Outcome:
 
 
 def ab_series(lab: SiteLab, alpha: float) -> list[dict]:
-    """Each series both sides measured: medians, relative change and p-value."""
+    """Each series both sides measured, judged as a bisect judges a comparison (its pairs of
+    rounds, `search.paired`): medians, relative change, p-value (None with too few values),
+    significant, and the pairs that judged it and whether they agree. A series with no
+    relative change (a base round's median of 0) is left out."""
     names = sorted({name for position in (0, 1) for entry in lab.steps[position].rounds
                     for name in entry["values"]} if len(lab.steps) == 2 else set())
     rows = []
     for name in names:
-        base, head = lab.values(0, 1, name), lab.values(1, 0, name)
-        if not base or not head:
+        base, head = lab.rounds(0, 1, series=name), lab.rounds(1, 0, series=name)
+        try:
+            pair = search.paired(0, 1, base, head)
+        except search.Skip:
             continue
-        change = median(head) / median(base) - 1 if median(base) else math.nan
-        p = None
-        if min(len(base), len(head)) >= MIN_REPETITIONS:
-            p = search.stats.mannwhitneyu(base, head, alternative="two-sided").pvalue
-            p = None if math.isnan(p) else float(p)
-        rows.append({"series": name, "base_median": median(base), "head_median": median(head),
-                     "change": change, "p_value": p,
-                     "significant": p is not None and p < alpha})
+        if not math.isfinite(pair.change):
+            continue
+        rows.append({"series": name, "base_median": median(v for r in base for v in r),
+                     "head_median": median(v for r in head for v in r),
+                     "change": pair.change, "p_value": pair.p_value if pair.tested else None,
+                     "significant": pair.differs(alpha), "pairs": pair.rounds,
+                     "agree": pair.agree})
     return rows
 
 
@@ -122,7 +125,8 @@ def finish(bisect: Bisect, lab: SiteLab, outcome: search.Outcome) -> None:
         result["culprit"] = {**commit_item(bisect, lab, outcome.culprit),
                              "magnitude": outcome.magnitude, "p_value": outcome.p_value}
     if bisect.kind == Bisect.Kind.AB and outcome.state != search.FAILED:
-        result["series"] = ab_series(lab, DetectionSettings.load().compare_significance)
+        alpha = DetectionSettings.load().compare_significance
+        result["series"], result["series_rule"] = ab_series(lab, alpha), search.rule(alpha)
     state = "finished" if bisect.kind == Bisect.Kind.AB and outcome.state != search.FAILED \
         else outcome.state
     with transaction.atomic():

@@ -53,15 +53,12 @@ class SiteLab:
         return [entry for entry in (step.rounds if step else [])
                 if entry["with"] == partner and entry.get("attempt", 0) == attempt]
 
-    def rounds(self, position: int, partner: int, attempt: int = 0) -> list[list[float]]:
-        tracked = self.tracked()
-        return [entry["values"].get(tracked, [])
+    def rounds(self, position: int, partner: int, attempt: int = 0,
+               series: str = "") -> list[list[float]]:
+        """Each round's repetitions of `series` (default: the followed one)."""
+        name = series or self.tracked()
+        return [entry["values"].get(name, [])
                 for entry in self._rounds(position, partner, attempt)]
-
-    def values(self, position: int, partner: int, series: str) -> list[float]:
-        """Every repetition of a series in the commit's first comparison with `partner`."""
-        return [v for entry in self._rounds(position, partner)
-                for v in entry["values"].get(series, [])]
 
     def step(self, position: int) -> BisectStep:
         if position not in self.steps:

@@ -92,8 +92,9 @@ class Pair:
     b: int
     change: float
     p_value: float
-    rounds: int  # pairs of rounds
+    rounds: int  # pairs of rounds (with values on both sides)
     ratios: tuple[float, ...] = ()  # each pair's log ratio, b over a
+    tested: bool = True  # each side had MIN_REPETITIONS values for the test (else p is 1)
 
     @property
     def agree(self) -> bool:
@@ -128,20 +129,36 @@ def log_change(change: float) -> float:
 
 
 def judge(lab: Lab, a: int, b: int, attempt: int = 0) -> Pair:
-    rounds_a, rounds_b = lab.rounds(a, b, attempt), lab.rounds(b, a, attempt)
+    return paired(a, b, lab.rounds(a, b, attempt), lab.rounds(b, a, attempt))
+
+
+def paired(a: int, b: int, rounds_a: list[list[float]], rounds_b: list[list[float]]) -> Pair:
+    """The comparison of two commits' rounds (each round's repetitions; the n-th round of `a`
+    beside the n-th of `b`, a pair). The rule every verdict of a bisect or try job uses."""
     va = [v for r in rounds_a for v in r]
     vb = [v for r in rounds_b for v in r]
     if not va or not vb:
         raise Skip(f"no values at position {a if not va else b}")
     ratios = [log_change(median(rb) / median(ra) - 1) if median(ra) > 0 else math.inf
               for ra, rb in zip(rounds_a, rounds_b, strict=False) if ra and rb]
+    if not ratios:
+        raise Skip(f"no pair of rounds has values at both positions {a} and {b}")
     middle = _middle(ratios)
     change = math.expm1(middle) if math.isfinite(middle) else math.inf
+    tested = min(len(va), len(vb)) >= MIN_REPETITIONS
     p = 1.0
-    if min(len(va), len(vb)) >= MIN_REPETITIONS:
+    if tested:
         p = float(stats.mannwhitneyu(va, vb, alternative="two-sided").pvalue)
         p = 1.0 if math.isnan(p) else p
-    return Pair(a, b, change, p, min(len(rounds_a), len(rounds_b)), tuple(ratios))
+    return Pair(a, b, change, p, len(ratios), tuple(ratios), tested)
+
+
+def rule(alpha: float) -> str:
+    """`paired`'s verdict in words (an A/B try job's outcome says what judged its series)."""
+    return ("pairs of rounds: the change is the median over the pairs of rounds of each "
+            "pair's ratio (a burst on one round moves one pair); significant where the "
+            f"repetitions differ (Mann-Whitney p < {alpha:g}) and the pairs agree on the sign "
+            "(one in four may not)")
 
 
 def _middle(ratios: list[float]) -> float:

@@ -1,6 +1,6 @@
-"""Run page: where a run came from (commit, CI job, machine) and every result it holds, a
-page at a time (each benchmark's headline metric first), narrowed by benchmark, metric and
-model."""
+"""Run page: where a run came from (commit, CI job, machine), the commands that reproduce it
+(a job's cells), and every result it holds, a page at a time (each benchmark's headline
+metric first), narrowed by benchmark, metric and model."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from benchsite.jobs.models import JobCell
 from benchsite.results.models import EnvironmentChange, Result, Run
-from dashboards import families
+from dashboards import families, repro
 from dashboards.identity import DIMENSIONS, identity_columns
 from dashboards.pages.common import (
     interval_of,
@@ -127,12 +127,14 @@ def build(state: State, pk: int) -> Page:
             explorer, repo=run.repo, benchmark=series[0], model=series[1], metric=series[2],
             branch=run.head_branch, range="90d")})
     change = environment_change(run)
+    reproduce = repro.for_run(run, state.request.build_absolute_uri)
     return Page(
         title=f"Run {run.pk}",
         filters={"run": run.pk, "benchmark": benchmark, "metric": metric, "model": model,
                  **paging.as_filters()},
-        tables=[table],
+        tables=[table, repro.table(reproduce)],
         context={"run": run, "links": links(run), "warnings": sanity_warnings(run),
+                 "repros": reproduce,
                  "stability": speedup_stability(run), "state": state,
                  "benchmarks": sorted({b for b, _ in kinds}), "metrics": metrics,
                  "environment": sorted(run.environment.items()), "environment_change": change},

@@ -8,8 +8,11 @@ culprit its one notification names. Finished try jobs are written as a worker le
 from __future__ import annotations
 
 import random
+from statistics import median
 
 import pytest
+from django.utils.html import escape
+from scipy import stats
 
 from benchsite.bisects import execute, start
 from benchsite.bisects.confirm import verdict
@@ -46,25 +49,37 @@ def asked(measured_regression):  # noqa: F811
 
 
 def finish_ab(bisect, base, head, outcome=None):
-    """The try job as a worker leaves it: three interleaved rounds of each side."""
+    """The try job as a worker leaves it: each side's interleaved rounds (the n-th of base
+    and of head a pair), each round's repetitions."""
     bisect.state, bisect.commits = "running", [bisect.good_ref, bisect.bad_ref]
     bisect.good_sha, bisect.bad_sha = bisect.commits
     bisect.save()
-    for position, values in ((0, base), (1, head)):
+    for position, rounds in ((0, base), (1, head)):
         BisectStep.objects.create(
             bisect=bisect, position=position, side=("base", "head")[position],
             sha=bisect.commits[position], rounds=[
-                {"upload": None, "with": 1 - position,
-                 "values": {label(KEY, METRIC): values[i::3]}} for i in range(3)])
-    with_callbacks = outcome or Outcome("finished", "3 interleaved rounds of base and head")
+                {"upload": None, "with": 1 - position, "values": {label(KEY, METRIC): values}}
+                for values in rounds])
+    with_callbacks = outcome or Outcome("finished", "interleaved rounds of base and head")
     execute.finish(bisect, SiteLab(bisect), with_callbacks)
     bisect.refresh_from_db()
     return bisect
 
 
-def noisy(level, seed):
+def noisy(level, seed, rounds=3):
+    """Rounds of three repetitions at `level`, 2 % noise."""
     rng = random.Random(seed)
-    return [level * (1 + rng.uniform(-0.02, 0.02)) for _ in range(9)]
+    return [[level * (1 + rng.uniform(-0.02, 0.02)) for _ in range(3)] for _ in range(rounds)]
+
+
+def burst(rounds, hit):
+    """The rounds with round `hit` run during a burst of other load: 2x slower."""
+    return [[2 * v for v in values] if number == hit else values
+            for number, values in enumerate(rounds)]
+
+
+def detected(regression, magnitude):
+    Regression.objects.filter(pk=regression.pk).update(magnitude=magnitude)
 
 
 def test_a_measured_regression_queues_an_ab_try_job_of_its_cell(asked):
@@ -168,6 +183,58 @@ def test_a_confirmed_regression_that_cannot_be_bisected_is_told_without_waiting(
     with django_capture_on_commit_callbacks(execute=True):
         finish_ab(Bisect.objects.get(), noisy(1.0, 1), noisy(3.0, 2))
     assert len(sent) == 1 and sent[0]["items"][0]["culprit"] is None
+
+
+def test_a_burst_on_one_round_does_not_confirm_what_pooled_repetitions_would(asked, client):
+    """Two rounds a side, nothing changed but one head round hit by a 2x burst. Pooled, the
+    repetitions' medians are +50 % apart and Mann-Whitney says they differ: a detected +60 %
+    would have been confirmed. Pair by pair, one pair is hit and the other is not: the
+    change is the pair nearer 0, and the pairs disagree."""
+    detected(asked, 0.6)
+    base, head = noisy(1.0, 1, rounds=2), burst(noisy(1.0, 11, rounds=2), 1)
+    pooled_base = [v for values in base for v in values]
+    pooled_head = [v for values in head for v in values]
+    assert median(pooled_head) / median(pooled_base) > 1.45
+    assert stats.mannwhitneyu(pooled_base, pooled_head).pvalue < 0.05
+    bisect = finish_ab(Bisect.objects.get(), base, head)
+    [row] = bisect.outcome["series"]
+    assert abs(row["change"]) < 0.02 and row["pairs"] == 2
+    assert not row["agree"] and not row["significant"] and row["p_value"] < 0.05
+    assert verdict(bisect)[0] == C.NOT_REPRODUCED
+    assert '<td class="num">2 (disagree)</td>' in client.get(
+        bisect.get_absolute_url()).content.decode()
+
+
+def test_a_steady_slowdown_is_confirmed_and_says_how_it_was_judged(asked, client):
+    detected(asked, 0.5)
+    bisect = finish_ab(Bisect.objects.get(), noisy(1.0, 1), noisy(1.5, 2))
+    [row] = bisect.outcome["series"]
+    assert row["change"] == pytest.approx(0.5, abs=0.03) and row["significant"]
+    assert (row["pairs"], row["agree"]) == (3, True)
+    state, note = verdict(bisect)
+    assert state == C.CONFIRMED and note.startswith("+5")
+    rule = bisect.outcome["series_rule"]
+    assert rule.startswith("pairs of rounds: the change is the median") and "p < 0.05" in rule
+    page = client.get(bisect.get_absolute_url()).content.decode()
+    assert f'<p class="muted" id="series-rule">Judged by {escape(rule)}.</p>' in page
+    assert client.get(f"/api/v3/bisects/{bisect.pk}").json()["outcome"]["series_rule"] == rule
+
+
+def test_a_burst_on_one_pair_in_four_does_not_hide_a_steady_slowdown(asked):
+    detected(asked, 0.5)
+    bisect = finish_ab(Bisect.objects.get(), burst(noisy(1.0, 1, rounds=4), 1),
+                       noisy(1.5, 2, rounds=4))
+    [row] = bisect.outcome["series"]  # the hit pair: head -25 %; the others: +50 %
+    assert row["change"] == pytest.approx(0.5, abs=0.03) and row["agree"]
+    assert verdict(bisect)[0] == C.CONFIRMED
+
+
+def test_too_few_repetitions_leave_it_unconfirmed(asked):
+    bisect = finish_ab(Bisect.objects.get(), [[1.0]] * 3, [[3.0]] * 3)
+    [row] = bisect.outcome["series"]
+    assert row["p_value"] is None and not row["significant"]
+    assert verdict(bisect) == (C.UNCONFIRMED, f"+200.0%, too few values to judge, "
+                                              f"A/B try job {bisect.pk}")
 
 
 @pytest.mark.parametrize(("head", "significant", "expected"), [

@@ -1,4 +1,4 @@
-"""The repro commands of a regression, an alert group's members and a job's cells
+"""The repro commands of a regression, an alert group's members, a job's cells and a run's
 (dashboards.repro): runnable as shown, selecting exactly the cell measured."""
 
 from __future__ import annotations
@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.urls import reverse
 
 from benchsite.bisects.models import Source
 from benchsite.catalog.management.commands.bench import Command as Bench
 from benchsite.jobs.models import ADHOC_BRANCH, Job, JobCell, adhoc_sha
-from benchsite.results.models import Series
+from benchsite.results.models import Run, Series
 from runner import families
 from runner.engine.selection import select
 from runner.engine.specs import parse_yaml, read_spec
@@ -145,3 +146,33 @@ def test_an_adhoc_jobs_cell_runs_without_a_checkout(client):
     fetch, run = row["command"].splitlines()  # an edited spec: saved from the API
     assert runner_words(run)[0] == f"job-{job.pk}.yml" and "git" not in row["command"]
     assert "without a commit" in row["notes"]
+
+
+def test_a_run_a_job_measured_shows_its_cells_repro(client, measured):
+    cell = JobCell.objects.select_related("job").get(key=KEY)
+    run = Run.objects.get(upload=cell.upload)
+    url = reverse("dashboards:run", args=[run.pk])
+    [row] = repro_rows(client, url)
+    assert row["for"] == f"cell {KEY}"
+    fetch, clone, checkout, run_line = row["command"].splitlines()
+    assert fetch.endswith(f"> job-{cell.job_id}.yml")
+    assert shlex.split(clone) == ["git", "clone", "https://github.com/demo/pkg", "pkg"]
+    assert shlex.split(checkout) == ["git", "-C", "pkg", "checkout", cell.job.head_sha]
+    words = runner_words(run_line)
+    assert words[0] == f"job-{cell.job_id}.yml" and selected(demo.SPEC, words) == [KEY]
+    page = client.get(url).content.decode()
+    assert 'id="repro"' in page and "python -m runner run job-" in page
+    assert 'data-table="repro"' not in page  # shown as commands, not as a table
+    assert client.get(url, {"format": "csv", "table": "repro"})["Content-Type"] == "text/csv"
+
+
+def test_a_run_uploaded_without_a_job_says_no_spec_is_stored(client):
+    stored = upload(0, [record("m", [1.0] * 3)])
+    run = stored.upload.runs.get()
+    url = reverse("dashboards:run", args=[run.pk])
+    [row] = repro_rows(client, url)
+    assert row["for"] == f"run {run.pk}" and row["command"] is None
+    assert row["notes"].startswith("No spec is stored")
+    assert f"repo pytorch/ao, branch main, commit {sha(0)}" in row["notes"]
+    page = client.get(url).content.decode()
+    assert "No spec is stored" in page and "python -m runner" not in page
