@@ -204,9 +204,9 @@ def _compiled_builds(cell: QuantCell, sides: tuple[Any, Any],
     """Up to `planned` builds, each a fresh compile of both sides and its own pairs; a build
     after the first runs only when the last one's time is left. Builds differ in what a new
     process would: the compiled code and its Triton configs (no inductor caches) and where
-    the weights lie in memory (a build after the first makes both models again), which on
-    a GPU moves a memory-bound call by a percent or two (the A/A cells of
-    perf/gpu_check.py). The builds' timings and the last compiled model."""
+    the weights lie in memory (a build after the first makes both models again; a suspect,
+    not yet measured, in the 1.5 % A/A bias that every build of two processes read on an
+    H100, perf/gpu_check.py). The builds' timings and the last compiled model."""
     baseline, model = sides
     builds: list[PairedTiming] = []
     build_s = 0.0
