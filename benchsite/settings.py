@@ -94,15 +94,20 @@ DATABASE_URL = env_str("DATABASE_URL")
 if not DATABASE_URL:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASE_URL = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
-DATABASES = {
-    "default": dj_database_url.parse(
-        DATABASE_URL,
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
-        # A persistent connection the server closed (restart, failover, pg_terminate_backend)
-        # is replaced at the next request instead of failing it.
-        conn_health_checks=True,
-    )
-}
+# A persistent connection the server closed (restart, failover, pg_terminate_backend) is
+# replaced at the next request instead of failing it.
+connection_options = {"conn_max_age": env_int("DATABASE_CONN_MAX_AGE", 60),
+                      "conn_health_checks": True}
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, **connection_options)}
+# A streaming replica of it: the pages' reads go there (benchsite.replica). In the tests it
+# is the test database itself (a mirror).
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = {**dj_database_url.parse(DATABASE_REPLICA_URL, **connection_options),
+                            "TEST": {"MIRROR": "default"}}
+    DATABASE_ROUTERS = ["benchsite.replica.ReplicaRouter"]
+    MIDDLEWARE.insert(MIDDLEWARE.index("whitenoise.middleware.WhiteNoiseMiddleware") + 1,
+                      "benchsite.replica.ReadFromReplica")
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The web server, the embedded worker and beat share the file: WAL lets pages read while
     # a cell's results are written, and a transaction takes the write lock when it begins
