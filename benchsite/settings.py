@@ -99,8 +99,9 @@ if not DATABASE_URL:
 connection_options = {"conn_max_age": env_int("DATABASE_CONN_MAX_AGE", 60),
                       "conn_health_checks": True}
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, **connection_options)}
-# A streaming replica of it: the pages' reads go there (benchsite.replica). In the tests it
-# is the test database itself (a mirror).
+# A streaming replica of it: the pages' reads go there (benchsite.replica). A test run makes
+# no database for it (a mirror of default); the site's own suite leaves it out
+# (tests/settings.py).
 DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
 if DATABASE_REPLICA_URL:
     DATABASES["replica"] = {**dj_database_url.parse(DATABASE_REPLICA_URL, **connection_options),

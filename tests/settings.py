@@ -5,3 +5,11 @@ broker and start a worker process (tests/jobs/conftest.py: `sending_to`, `start_
 from benchsite.settings import *  # noqa: F403
 
 CELERY_TASK_ALWAYS_EAGER = True
+
+# The suite tests the site on one database, even where DATABASE_REPLICA_URL is set: a test
+# mirror is a connection of its own, which does not see a test's uncommitted rows (and
+# pytest-django forbids it). tests/test_replica.py runs the site with a real replica.
+DATABASES.pop("replica", None)  # noqa: F405
+DATABASE_ROUTERS = []
+MIDDLEWARE = [name for name in MIDDLEWARE  # noqa: F405
+              if name != "benchsite.replica.ReadFromReplica"]
