@@ -363,9 +363,14 @@ if BENCH_HTTPS:
     SECURE_HSTS_PRELOAD = True
 
 # Regressions: detection after each upload (a task on the control queue; off for pure ingestion
-# benchmarks), links in notifications, and the sender of alert emails.
+# benchmarks), links in notifications, and the sender of alert emails. Unset, links point at
+# the server `scripts/run` serves from this checkout (it writes its URL to var/site-url while
+# it runs), so a second shell's commands (demo_regressions' gate lines, reports) link to it.
 BENCH_DETECT_ON_UPLOAD = env_bool("BENCH_DETECT_ON_UPLOAD", True)
-BENCH_SITE_URL = env_str("BENCH_SITE_URL", "http://localhost:8000")
+_SERVED_URL = VAR_DIR / "site-url"
+BENCH_SITE_URL = (env_str("BENCH_SITE_URL")
+                  or (_SERVED_URL.read_text().strip() if _SERVED_URL.is_file() else "")
+                  or "http://localhost:8000")
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "benchsite@localhost")

@@ -10,7 +10,10 @@ Each page is requested with several filter combinations (devices, commits, time 
 granularities), each combination --repeat times after a warm-up, in-process through
 Django's test client: the time is the server's, without the network. Prints p50/p95 per
 page and per JSON endpoint, the SQL queries per request, and the size of the database.
-Target: p95 under 200 ms per page. --only NAME,NAME measures only those pages.
+Target: p95 under 200 ms per page. --only NAME,NAME measures only those pages; --cold
+requests only each page's first URL, once (what a user's first click after a server start
+costs when the process is fresh: `perf/growth.py` runs it once per page); --json PATH also
+writes the rows as JSON.
 
 Regressions: the alert groups list (`/regressions/`, with its triage precision over the
 default window and a year), the latest groups' pages, the compare
@@ -26,6 +29,7 @@ the start of its body) and the others are still measured; the exit status is the
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -167,6 +171,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", help="comma-separated page names (as printed) to measure")
+    parser.add_argument("--cold", action="store_true",
+                        help="only each page's first URL, once, without repeats")
+    parser.add_argument("--json", type=Path, help="also write the rows to this file")
     args = parser.parse_args()
     only = set(args.only.split(",")) if args.only else None
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchsite.settings")
@@ -195,10 +202,13 @@ def main() -> int:
     worst = 0.0
     failed: list[str] = []
     states: Counter[str] = Counter()
+    rows: list[dict] = []
     for name, urls in page_urls().items():
         if only is not None and name not in only:
             continue
-        for variant, suffix in VARIANTS.get(name, PAGE_VARIANTS):
+        if args.cold:
+            urls = urls[:1]
+        for variant, suffix in VARIANTS.get(name, PAGE_VARIANTS)[:1 if args.cold else None]:
             times, queries, cold = [], set(), []
             for url in urls:
                 full = url + (("&" if "?" in url else "?") + suffix if suffix else "")
@@ -210,14 +220,21 @@ def main() -> int:
                     continue
                 if name == "compare API":
                     states.update(response.json()["counts"])
-                for _ in range(args.repeat):
+                for _ in range(0 if args.cold else args.repeat):
                     with CaptureQueriesContext(connection) as captured:
                         started = time.perf_counter()
                         client.get(full)
                         times.append(1000 * (time.perf_counter() - started))
                     queries.add(len(captured.captured_queries))
-            if not times:
+            if not cold or (not times and not args.cold):
                 print(f"{name + variant:<22} {len(urls):>4} {'failed':>8}")
+                continue
+            rows.append({"page": name + variant, "first_ms": max(cold),
+                         "p50_ms": statistics.median(times) if times else None,
+                         "p95_ms": percentile(times, 0.95) if times else None})
+            if args.cold:
+                print(f"{name + variant:<22} {len(urls):>4} {'':>8} {'':>8} {'':>8} {'':>8} "
+                      f"{'':>8} {max(cold):>8.1f}")
                 continue
             worst = max(worst, percentile(times, 0.95))
             print(f"{name + variant:<22} {len(urls):>4} {len(times):>8} "
@@ -229,6 +246,8 @@ def main() -> int:
               + ", ".join(f"{state} {count:,}" for state, count in states.items() if count))
     for failure in failed:
         print(f"FAILED {failure}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
     return 1 if failed else 0
 
 

@@ -6,6 +6,9 @@ from benchsite.settings import *  # noqa: F403
 
 CELERY_TASK_ALWAYS_EAGER = True
 
+# Links as a site with nothing set makes them, whatever `scripts/run` serves from this checkout.
+BENCH_SITE_URL = "http://localhost:8000"
+
 # The suite tests the site on one database, even where DATABASE_REPLICA_URL is set: a test
 # mirror is a connection of its own, which does not see a test's uncommitted rows (and
 # pytest-django forbids it). tests/test_replica.py runs the site with a real replica.

@@ -83,3 +83,25 @@ def test_with_nothing_configured_the_site_and_commands_share_the_embedded_broker
     shown = subprocess.run([sys.executable, "-c", code], env=environ, cwd=ROOT, check=True,
                            capture_output=True, text=True).stdout.split()
     assert shown == ["filesystem://localhost/", "False", f"{tmp_path}/broker/site.db/queue"]
+
+
+@pytest.mark.parametrize("served, configured, expected", [
+    (None, None, "http://localhost:8000"),
+    ("http://127.0.0.1:8311", None, "http://127.0.0.1:8311"),
+    ("http://127.0.0.1:8311", "https://bench.example", "https://bench.example"),
+])
+def test_commands_link_to_the_server_scripts_run_serves(tmp_path, served, configured, expected):
+    """A second shell's commands (demo_regressions' gate lines, reports) link to the server
+    that `scripts/run` serves (var/site-url) unless BENCH_SITE_URL says otherwise."""
+    environ = {key: value for key, value in os.environ.items() if key != "BENCH_SITE_URL"}
+    environ.update(DJANGO_SETTINGS_MODULE="benchsite.settings", BENCH_VAR_DIR=str(tmp_path),
+                   DATABASE_URL=f"sqlite:///{tmp_path}/site.db")
+    if served:
+        (tmp_path / "site-url").write_text(served + "\n")
+    if configured:
+        environ["BENCH_SITE_URL"] = configured
+    code = "import django; django.setup(); from django.conf import settings; " \
+           "print(settings.BENCH_SITE_URL)"
+    shown = subprocess.run([sys.executable, "-c", code], env=environ, cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.strip()
+    assert shown == expected

@@ -1,0 +1,189 @@
+"""How page time, upload rate, detection time and storage grow with the results table.
+
+    .venv/bin/python perf/growth.py [--sizes 1,3,10] [--admin-url URL] [--repeat 5]
+
+For each size (millions of results, smallest first) it recreates the PostgreSQL database
+`benchsite_growth`, migrates it and seeds it with `manage.py seed_history --nights N`: the
+same generator as the 10M latency benchmark (a year of nightly torchao, compiler, vLLM,
+kernel and instruction-count runs), N nights making about that many results. Then, on that
+database:
+
+- storage: the results table's bytes (heap, TOAST and indexes; all partitions where it is
+  partitioned) per result (goal: under 200 bytes);
+- cold: each page's first request in a fresh process (`perf/dashboard_latency.py --cold
+  --only PAGE`), what a user's first click after a deploy costs; target under 1 s;
+- warm: every page's p95 over its filter combinations (`perf/dashboard_latency.py`);
+  target under 200 ms;
+- one more night, stored as the workers and the API store it (`store_upload`, the rows of
+  every job of that night): results per second; then detection over that night's runs
+  (`detect_runs`, as the task after an upload runs it), in seconds.
+
+The table puts the sizes side by side, with the slope: the largest size's figure over the
+smallest's (a flat cost reads 1.0; the target for p95 is at most 1.5 from 1M to 10M).
+Seeding takes about 90 s a million results on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+DATABASE = "benchsite_growth"
+RESULTS_A_NIGHT = 29_330  # seed_history's generator: 10.7M results over 365 nights
+
+
+def _env(url: str) -> dict[str, str]:
+    return {**os.environ, "DATABASE_URL": url, "BENCH_DETECT_ON_UPLOAD": "false",
+            "DEBUG": "false"}
+
+
+def _recreate(admin_url: str) -> str:
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{DATABASE}"')
+    return psycopg.conninfo.make_conninfo(admin_url, dbname=DATABASE)
+
+
+def _url(conninfo: str) -> str:
+    params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    return (f"postgres://{params.get('user', 'postgres')}@{params.get('host', '127.0.0.1')}:"
+            f"{params.get('port', 5432)}/{DATABASE}")
+
+
+def _storage(conninfo: str) -> tuple[int, float]:
+    """(results, bytes a result) of the results table, its partitions included."""
+    with psycopg.connect(conninfo) as db:
+        results = db.execute("SELECT count(*) FROM results_result").fetchone()[0]
+        size = db.execute(  # a plain table is no partition tree
+            "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM "
+            "pg_partition_tree('results_result')), pg_total_relation_size('results_result'))"
+        ).fetchone()[0]
+    return results, size / max(results, 1)
+
+
+def _pages(url: str, repeat: int) -> dict[str, dict]:
+    """page -> {"cold": ms, "p95": ms}: warm figures from one run, each page's cold first
+    request from a fresh process of its own."""
+    with tempfile.TemporaryDirectory() as folder:
+        warm_file = Path(folder, "warm.json")
+        subprocess.run([PYTHON, "perf/dashboard_latency.py", "--repeat", str(repeat),
+                        "--json", str(warm_file)], cwd=ROOT, env=_env(url), check=False,
+                       stdout=subprocess.DEVNULL)
+        pages = {row["page"]: {"p95": row["p95_ms"]} for row in json.loads(warm_file.read_text())}
+        for page in [name for name in pages if not name.endswith((" JSON", " markdown"))]:
+            cold_file = Path(folder, "cold.json")
+            subprocess.run([PYTHON, "perf/dashboard_latency.py", "--cold", "--only", page,
+                            "--json", str(cold_file)], cwd=ROOT, env=_env(url), check=False,
+                           stdout=subprocess.DEVNULL)
+            for row in json.loads(cold_file.read_text()):
+                pages[row["page"]]["cold"] = row["first_ms"]
+    return pages
+
+
+def _one_more_night(nights: int) -> dict[str, float]:
+    """In this process (Django set up on a database seeded with `nights` nights): store the
+    next night's uploads and run detection over their runs."""
+    from datetime import UTC, datetime, timedelta
+
+    import django
+    import orjson
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchsite.settings")
+    django.setup()
+    from benchsite.regressions.detection import detect_runs
+    from benchsite.results.demo import LARGE, nightly_uploads
+    from benchsite.results.ingest import store_upload
+    from benchsite.results.models import Run, Upload
+
+    end = Run.objects.latest("timestamp").timestamp.astimezone(UTC) + timedelta(days=1)
+    bodies = [(metadata, orjson.dumps(batch)) for metadata, batch in
+              nightly_uploads(LARGE, end=end, nights=nights + 1, only={nights})]
+    records, started, uploads = 0, time.perf_counter(), []
+    for metadata, body in bodies:
+        stored = store_upload(body, metadata=metadata, source=Upload.Source.DEMO,
+                              announce=False)
+        records += stored.upload.record_count
+        uploads.append(stored.upload.pk)
+    stored_in = time.perf_counter() - started
+    started = time.perf_counter()
+    regressions = detect_runs(Run.objects.filter(upload_id__in=uploads).order_by("timestamp"))
+    detected_in = time.perf_counter() - started
+    return {"records": records, "rate": records / stored_in, "detection_s": detected_in,
+            "regressions": len(regressions), "at": datetime.now(UTC).isoformat()}
+
+
+def _night(url: str, nights: int) -> dict[str, float]:
+    done = subprocess.run([PYTHON, __file__, "--one-more-night", str(nights)], cwd=ROOT,
+                          env=_env(url),
+                          check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _measure(size: float, admin_url: str, repeat: int) -> dict:
+    conninfo = _recreate(admin_url)
+    url = _url(conninfo)
+    nights = max(3, round(size * 1e6 / RESULTS_A_NIGHT))
+    started = time.perf_counter()
+    for command in (["migrate", "--no-input"], ["seed_history", "--nights", str(nights)]):
+        subprocess.run([PYTHON, "manage.py", *command, "-v", "0"], cwd=ROOT, env=_env(url),
+                       check=True, stdout=subprocess.DEVNULL)
+    seeded_in = time.perf_counter() - started
+    results, per_result = _storage(conninfo)
+    print(f"{size:g}M: {results:,} results over {nights} nights, seeded in {seeded_in:.0f} s, "
+          f"{per_result:.0f} bytes a result", flush=True)
+    return {"size": size, "results": results, "bytes": per_result, "night": _night(url, nights),
+            "pages": _pages(url, repeat)}
+
+
+def _table(measured: list[dict]) -> None:
+    def row(label: str, figures: list[float | None], fmt: str) -> None:
+        cells = [format(value, fmt) if value is not None else "-" for value in figures]
+        first, last = figures[0], figures[-1]
+        slope = f"{last / first:.2f}" if first and last is not None else "-"
+        print(f"{label:<28}" + "".join(f"{cell:>12}" for cell in cells) + f"{slope:>8}")
+
+    print(f"\n{'':<28}" + "".join(f"{m['results'] / 1e6:>11.2f}M" for m in measured)
+          + f"{'slope':>8}")
+    row("bytes a result", [m["bytes"] for m in measured], ".0f")
+    row("upload, results/s", [m["night"]["rate"] for m in measured], ".0f")
+    row("detection of a night, s", [m["night"]["detection_s"] for m in measured], ".2f")
+    pages = list(measured[-1]["pages"])
+    for page in pages:
+        figures = [m["pages"].get(page, {}) for m in measured]
+        if "cold" in figures[-1]:
+            row(f"{page} cold ms", [f.get("cold") for f in figures], ".0f")
+    for page in pages:
+        row(f"{page} p95 ms", [m["pages"].get(page, {}).get("p95") for m in measured], ".1f")
+    worst_cold = max(f.get("cold", 0) for f in measured[-1]["pages"].values())
+    worst_p95 = max(f["p95"] or 0 for f in measured[-1]["pages"].values())
+    print(f"at the largest size: worst cold {worst_cold:.0f} ms (target < 1000), worst p95 "
+          f"{worst_p95:.1f} ms (target < 200)")
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--one-more-night"]:
+        print(json.dumps(_one_more_night(int(sys.argv[2]))))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,3,10", help="millions of results, comma-separated")
+    parser.add_argument("--admin-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--repeat", type=int, default=5, help="warm requests a URL")
+    args = parser.parse_args()
+    sizes = sorted(float(size) for size in args.sizes.split(","))
+    measured = [_measure(size, args.admin_url, args.repeat) for size in sizes]
+    _table(measured)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
