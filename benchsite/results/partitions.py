@@ -11,7 +11,8 @@ process). Rows that other paths write into a month without a partition land in D
 making that month later moves them into it (`create_month`). Making a month locks the
 parent against other makers (SHARE UPDATE EXCLUSIVE: reads and writes of other months go
 on) and the DEFAULT partition (ACCESS EXCLUSIVE: queries not bounded in time wait) until
-its transaction commits, so ingestion makes months before the upload's transaction.
+its transaction commits, so ingestion makes months before the upload's transaction (a
+caller's own, such as a worker's cell's, still holds them to its end).
 """
 
 from __future__ import annotations

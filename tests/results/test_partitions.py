@@ -185,14 +185,16 @@ def test_two_makers_of_one_month_at_once_both_succeed():
             connections.close_all()
 
     threads = [threading.Thread(target=make, args=(hold,)) for hold in (True, False)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == [] and sorted(made) == [False, True]
-    assert "results_result_p2035_04" in [p.name for p in partitions.partitions(connection)]
-    with connection.cursor() as cursor:  # not flushed between tests, unlike the rows
-        cursor.execute("DROP TABLE results_result_p2035_04")
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == [] and sorted(made) == [False, True]
+        assert "results_result_p2035_04" in [p.name for p in partitions.partitions(connection)]
+    finally:
+        with connection.cursor() as cursor:  # not flushed between tests, unlike the rows
+            cursor.execute("DROP TABLE IF EXISTS results_result_p2035_04")
 
 
 def test_the_command_lists_partitions_and_makes_months(db, capsys):
