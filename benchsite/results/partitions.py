@@ -1,13 +1,14 @@
 """Monthly partitions of the results table on PostgreSQL (SQLite keeps one plain table).
 
 Migration 0008 made `results_result` a table partitioned by range of `timestamp`: one
-partition a month, and a DEFAULT one for rows of a month that has none yet. At 100M results
-one table's indexes no longer fit in memory; a month's do, a query bounded in time reads
-only its months, and an old month can be detached or dropped whole.
+partition a month, and a DEFAULT one for rows of a month that has none yet. Toward 100M
+results: uploads and recent pages touch the small indexes of recent months rather than one
+index of everything, a query bounded in time reads only its months, and an old month can be
+detached or dropped whole.
 
 A month's partition is made when its data arrives: ingestion calls `ensure_months` before
-it writes (one catalog query per upload; months known to exist are remembered in this
-process). Rows that other paths write into a month without a partition land in DEFAULT;
+it writes (at most one catalog query per upload; months known to exist are remembered in
+this process). Rows that other paths write into a month without a partition land in DEFAULT;
 making that month later moves them into it (`create_month`). Making a month locks the
 parent against other makers (SHARE UPDATE EXCLUSIVE: reads and writes of other months go
 on) and the DEFAULT partition (ACCESS EXCLUSIVE: queries not bounded in time wait) until
