@@ -18,8 +18,9 @@ the sign (one pair in four may not). It adds pairs of rounds in steps (1, 2, 4, 
    the change or shows there is none of that size (the upper confidence bound of its
    change the regression's way, Student's t over its pairs' log ratios at 1 - `alpha`, is
    below `min_change`); one pair of rounds near no change, or a significant change smaller
-   than the one looked for, is unclear. A first comparison that shows none (or none at the
-   cap of `max_rounds` pairs, its change below `min_change`) needs no second look.
+   than the one looked for, is unclear. A first comparison that shows none, or that
+   reaches the cap of `max_rounds` pairs with its change below `min_change`, needs no
+   second look.
 2. Binary search. Each commit is compared with both ends and placed between them (0: like
    the good end, 1: like the bad end, log scale); it is bad-like when both comparisons put
    it at least halfway (the good end's alone where it is more than a burst from halfway).
