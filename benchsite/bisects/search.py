@@ -11,10 +11,16 @@ the sign (one pair in four may not). It adds pairs of rounds in steps (1, 2, 4, 
 `max_rounds`) until its verdict is clear, as Pinpoint does; a verdict a burst could have made
 (within `burst`, 2x, of its boundary) needs `same_rounds` pairs at least.
 
-1. Both ends first, twice with fresh rounds (a third time where the two disagree; once
-   where the first shows no change of `min_change` the regression's way): unless the bad
-   end is worse than the good one (differing, and by at least `min_change`) in two of
-   them, the outcome is "not reproduced".
+1. Both ends first, twice with fresh rounds (a third time where the two disagree): unless
+   the bad end is worse than the good one (differing, and by at least `min_change`, the
+   change looked for) in two of them, the outcome is "not reproduced". A comparison of the
+   ends adds pairs of rounds while it is unclear: it stops early only where it reproduces
+   the change or shows there is none of that size (the upper confidence bound of its
+   change the regression's way, Student's t over its pairs' log ratios at 1 - `alpha`, is
+   below `min_change`); one pair of rounds near no change, or a significant change smaller
+   than the one looked for, is unclear. A first comparison that shows none, or that
+   reaches the cap of `max_rounds` pairs with its change below `min_change`, needs no
+   second look.
 2. Binary search. Each commit is compared with both ends and placed between them (0: like
    the good end, 1: like the bad end, log scale); it is bad-like when both comparisons put
    it at least halfway (the good end's alone where it is more than a burst from halfway).
@@ -38,7 +44,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from statistics import fmean, median
+from statistics import fmean, median, stdev
 from typing import Protocol
 
 from scipy import stats
@@ -77,7 +83,9 @@ class Settings:
     # The most other load may slow one round (x): a verdict further than this from its
     # boundary stands on one pair of rounds, nearer needs `same_rounds` pairs.
     burst: float = 2.0
-    min_change: float = 0.05  # relative change of the ends that reproduces a regression
+    # The relative change of the ends that reproduces a regression (the change looked for:
+    # half the regression's magnitude for a regression's bisect).
+    min_change: float = 0.05
     remeasures: int = 2  # fresh placements of a commit whose verdict contradicts the search
 
 
@@ -255,19 +263,23 @@ class Search:
         def beyond(pair: Pair) -> float:  # log distance past the least change that counts
             return log_change(pair.change) * self.direction(pair) - least
 
-        def clear(pair: Pair) -> bool:  # (the range's change is measured: two pairs)
-            return pair.rounds >= self.settings.same_rounds and (
-                pair.differs(alpha) or self.alike(pair, self.settings.min_change / 2))
-
         def reproduces(pair: Pair) -> bool:
             return pair.differs(alpha) and beyond(pair) >= 0
+
+        def none(pair: Pair) -> bool:  # no change of the size looked for, at 1 - alpha
+            return pair.rounds >= self.settings.same_rounds and self.upper(pair) < least
+
+        def clear(pair: Pair) -> bool:  # else more pairs of rounds, up to the cap
+            return pair.rounds >= self.settings.same_rounds and (
+                reproduces(pair) or none(pair))
 
         first = self.fresh(0, self.n, clear)
         self.observed = self.worse or (1 if first.change > 0 else -1)
         seen = [first]
         while sum(map(reproduces, seen)) < 2 and len(seen) - sum(map(reproduces, seen)) < 2:
-            if len(seen) == 1 and first.change * self.observed < self.settings.min_change:
-                break  # no sign of it: not reproduced without a second look
+            if len(seen) == 1 and not reproduces(first) and (
+                    none(first) or first.change * self.observed < self.settings.min_change):
+                break  # none, or no sign of it at the cap: no second look
             if len(seen) == 1 and reproduces(first) and beyond(first) > self.burst:
                 break  # more than a burst could make: no second look needed
             seen.append(self.fresh(0, self.n, clear))
@@ -276,14 +288,30 @@ class Search:
             return min((pair for pair in seen if reproduces(pair)),
                        key=lambda pair: abs(log_change(pair.change)))
         shown = seen[-1]
+        bound = (f"at most {math.expm1(self.upper(shown)):+.1%} "
+                 f"{'worse' if self.worse else 'either way'} at {1 - alpha:.0%} confidence"
+                 if none(shown) else f"unclear at the cap of {shown.rounds} pairs of rounds")
         return Outcome(NOT_REPRODUCED, (
             f"the bad end is {shown.change:+.1%} from the good end (Mann-Whitney p="
             f"{shown.p_value:.2g}, {shown.rounds} interleaved round(s) each"
-            f"{'' if shown.agree else ', the rounds disagreeing'}; "
+            f"{'' if shown.agree else ', the rounds disagreeing'}, {bound}; "
             f"{sum(map(reproduces, seen))} of {len(seen)} comparison(s) worse): not worse by "
             f"{self.settings.min_change:.0%} or more at significance {alpha:g}"),
             original_change=shown.change, p_value=shown.p_value, worse=self.observed,
             verdicts={0: GOOD, self.n: GOOD})
+
+    def upper(self, pair: Pair) -> float:
+        """The one-sided (1 - alpha) upper confidence bound of the pair's log change the
+        regression's way (either way when that is unknown): Student's t over its pairs of
+        rounds' log ratios. A burst on one round widens it, so a burst cannot pass for no
+        change."""
+        ratios = pair.ratios
+        if len(ratios) < 2 or not all(map(math.isfinite, ratios)):
+            return math.inf
+        mean = fmean(ratios)
+        centre = mean * self.worse if self.worse else abs(mean)
+        spread = stdev(ratios) / math.sqrt(len(ratios))
+        return centre + float(stats.t.ppf(1 - self.settings.alpha, len(ratios) - 1)) * spread
 
     def direction(self, pair: Pair) -> int:
         return self.worse or (1 if pair.change > 0 else -1)
