@@ -3,7 +3,7 @@ and the detector timed on 10,000 series.
 
     .venv/bin/python perf/detectors.py [--data fixtures/regressions/labelled.jsonl.gz]
         [--series 10000] [--points 365] [--admin-url postgres://postgres@127.0.0.1:5432/postgres]
-        [--no-db] [--nights-per-upload 1] [--quick]
+        [--bench-db benchsite_detect_bench] [--no-db] [--nights-per-upload 1] [--quick]
 
 The labelled series (fixtures/regressions/generate.py: 660 series of 240 nights, steps of
 2-30 % up and down, noise 0.5-5 %, drifts, outliers, missing nights) are one metric whose
@@ -58,10 +58,11 @@ on --series synthetic series of --points points, in this process: on arrays, and
 --no-db) the production path, which reads each series' history from PostgreSQL (one query
 per 1,000 series), runs both detectors and records what they find.
 
-The deployed stream and the timing need the database `benchsite_detect_bench`, which is
-recreated first; with --no-db, the deployed stream runs on a temporary SQLite file instead
-(the site's other database; history is then read through the ORM) and the database-backed
-timing is skipped. --quick: 132 series (2 of each kind, step size, direction and noise), no timing.
+The deployed stream and the timing need the database `--bench-db` (default
+`benchsite_detect_bench`), which is recreated first; with --no-db, the deployed stream runs
+on a temporary SQLite file instead (the site's other database; history is then read through
+the ORM) and the database-backed timing is skipped. --quick: 132 series (2 of each kind,
+step size, direction and noise), no timing.
 """
 
 from __future__ import annotations
@@ -340,22 +341,26 @@ def check_targets(table: Table) -> bool:
 def setup_django(url: str) -> None:
     """Point Django at `url` (before anything imports the settings) and migrate it."""
     os.environ.update(DATABASE_URL=url, LOG_LEVEL="WARNING", BENCH_DETECT_ON_UPLOAD="true")
-    os.environ.pop("CELERY_BROKER_URL", None)  # no broker: detection inline after each upload
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchsite.settings")
     import django
     from django.core.management import call_command
 
     django.setup()
+    from benchsite.celery import app
+
+    # Detection inline after each upload, as the tests run tasks: the site's settings queue
+    # them for a worker (none here), which left the deployed stream without records.
+    app.conf.task_always_eager = True
     call_command("migrate", verbosity=0)
 
 
-def recreate_postgres(admin_url: str) -> str:
+def recreate_postgres(admin_url: str, name: str = BENCH_DB) -> str:
     import psycopg
 
     with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {BENCH_DB}")
-        admin.execute(f"CREATE DATABASE {BENCH_DB}")
-    return admin_url.rsplit("/", 1)[0] + "/" + BENCH_DB
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.execute(f"CREATE DATABASE {name}")
+    return admin_url.rsplit("/", 1)[0] + "/" + name
 
 
 def _record(item: Series, night: int, reps: list[float], repo: str) -> dict:
@@ -530,6 +535,8 @@ def main() -> int:
     parser.add_argument("--series", type=int, default=10_000)
     parser.add_argument("--points", type=int, default=365)
     parser.add_argument("--admin-url", default="postgres://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--bench-db", default=BENCH_DB,
+                        help="the scratch PostgreSQL database (dropped and recreated)")
     parser.add_argument("--no-db", action="store_true",
                         help="no PostgreSQL: the deployed stream on a temporary SQLite file, "
                         "no database-backed timing")
@@ -551,7 +558,7 @@ def main() -> int:
         if args.no_db:
             url = f"sqlite:///{Path(scratch) / 'detect.sqlite3'}"
         else:
-            url = recreate_postgres(args.admin_url)
+            url = recreate_postgres(args.admin_url, args.bench_db)
         setup_django(url)
         alerts[DEPLOYED], stats = deployed_alerts(series, args.nights_per_upload)
         print(f"(deployed stream: {stats['uploads']} uploads of {args.nights_per_upload} "
