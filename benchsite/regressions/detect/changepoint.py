@@ -37,6 +37,12 @@ from scipy import special, stats
 from benchsite.comparison.points import MIN_NOISE
 from benchsite.comparison.quantiles import nan_medians
 from benchsite.regressions.detect import Detection
+from benchsite.regressions.detect.windows import (
+    trailing_medians,
+    window_extremes,
+    window_medians,
+    window_sums,
+)
 
 AFTER_WINDOWS = (3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 25, 30)
 MAD_SCALE = 1.4826
@@ -120,28 +126,33 @@ def detect_many(series: Sequence[np.ndarray], params: Params = DEFAULT,
 
 class _Batch:
     """The pre-filter of series of one length: the statistics of every (candidate first
-    bad point t, after-window length a) pair, with baselines reaching back to the start."""
+    bad point t, after-window length a) pair, with baselines reaching back to the start.
+    Window medians come from running rank filters and unclipped windows' means from their
+    plain sums, so no window is copied or sorted, yet every statistic is bit for bit the
+    one the straightforward computation (`_baselines`, `_clipped_means`) gives."""
 
     def __init__(self, y: np.ndarray, params: Params, noise_floors: np.ndarray):
         self.y, self.params = y, params
         count, n = y.shape
-        noise, self.df = _trailing_noise(y, params.noise_window)
+        noise, df = _trailing_noise(y, params.noise_window)
         self.noise = np.maximum(noise, noise_floors[:, None])  # of one point, before index
-        self.critical = special.stdtrit(self.df, 1 - params.alpha / 2)  # |z| needed
+        # (The same for every series of a batch: computed once a point.)
+        self.df = np.broadcast_to(df, (count, n))
+        self.critical = np.broadcast_to(special.stdtrit(df, 1 - params.alpha / 2),
+                                        (count, n))  # |z| needed
         self.windows = np.array([a for a in AFTER_WINDOWS
                                  if params.min_after <= a <= params.max_after])
         self.t = np.arange(params.min_before, n - params.min_after + 1)
         self.end = self.t[:, None] + self.windows[None, :]  # raised at end - 1
         self.after = np.full((count, *self.end.shape), np.nan)
-        for column, a in enumerate(self.windows):
+        limit = params.clip * self.noise[:, self.t]
+        recent = y[:, self.t[0]:]
+        for column, (a, high, low) in enumerate(window_extremes(recent, self.windows)):
             rows = n - a + 1 - self.t[0]
             if rows > 0:
-                window = sliding_window_view(y[:, self.t[0]:], a, axis=1)[:, :rows]
-                self.after[:, :rows, column] = _clipped_means(
-                    window, np.median(window, axis=2),
-                    params.clip * self.noise[:, self.t[:rows]])
-        level, baseline_count = _baselines(y, self.t, 0, params.before,
-                                           params.clip * self.noise[:, self.t])
+                self.after[:, :rows, column] = _window_levels(
+                    recent, a, limit[:, :rows], high[:, :rows], low[:, :rows])
+        level, baseline_count = _trailing_levels(y, self.t, params.before, limit)
         self.passes = _passes(self.after - level[..., None],
                               _spread(self.noise[:, self.t, None], self.windows,
                                       baseline_count[..., None]),
@@ -257,18 +268,51 @@ def _baselines(y: np.ndarray, t: np.ndarray, start: int, width: int,
     return _clipped_means(window, median, limit), count
 
 
+def _window_levels(x: np.ndarray, width: int, limit: np.ndarray, high: np.ndarray,
+                   low: np.ndarray) -> np.ndarray:
+    """Winsorised means of the windows x[:, i : i + width] of finite x (their maxima `high`
+    and minima `low`), for i below limit's columns: the plain mean where no value is
+    clipped (most windows)."""
+    rows = limit.shape[1]
+    median = window_medians(x, width)[:, :rows]
+    means = window_sums(x, width)[:, :rows] / width
+    clipped = (high > median + limit) | (low < median - limit)
+    windows = sliding_window_view(x, width, axis=1)[:, :rows]
+    means[clipped] = _clipped_means(windows[clipped], median[clipped], limit[clipped])
+    return means
+
+
+def _trailing_levels(y: np.ndarray, t: np.ndarray, width: int,
+                     limit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_baselines(y, t, 0, width, limit)` for candidates t (consecutive), from rank
+    filters and plain sums: where a window reaches before the start, its missing values
+    count as 0 in the sum (as `_clipped_means` counts them) and never as its extremes."""
+    median, count = trailing_medians(y, width)
+    columns = slice(t[0], t[-1] + 1)
+    median, count = median[:, columns], count[columns]
+
+    def filled(value: float) -> np.ndarray:
+        return np.concatenate([np.full((len(y), width), value), y], axis=1)
+
+    means = window_sums(filled(0.0), width)[:, columns] / count
+    (_, high, _), = window_extremes(filled(-np.inf), [width])
+    (_, _, low), = window_extremes(filled(np.inf), [width])
+    clipped = (high[:, columns] > median + limit) | (low[:, columns] < median - limit)
+    windows = sliding_window_view(filled(np.nan), width, axis=1)[:, columns]
+    means[clipped] = _clipped_means(windows[clipped], median[clipped], limit[clipped])
+    return means, np.broadcast_to(count, means.shape)
+
+
 def _trailing_noise(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
     """For each series (row) and index t: the noise of one point, from the differences among
-    the `window` points before t, and the effective degrees of freedom of that estimate."""
+    the `window` points before t, and the effective degrees of freedom of that estimate (the
+    same for every row)."""
     gaps = np.abs(np.diff(y, axis=1))
-    width = window - 1
-    padded = np.concatenate([np.full((len(y), width), np.nan), gaps], axis=1)
-    # Window k covers the gaps among points k - window .. k, i.e. those before index k + 1.
-    rows = sliding_window_view(padded, width, axis=1)[:, np.maximum(np.arange(y.shape[1]) - 1,
-                                                                    0)]
-    median, count = nan_medians(rows)
-    noise = MAD_SCALE * median / np.sqrt(2)
-    return np.nan_to_num(noise), np.maximum(1.0, MAD_EFFICIENCY * (count - 1))
+    median, count = trailing_medians(gaps, window - 1)
+    # Index t's differences are those among points t - window .. t - 1 (t = 0: none).
+    rows = np.maximum(np.arange(y.shape[1]) - 1, 0)
+    noise = MAD_SCALE * median[:, rows] / np.sqrt(2)
+    return np.nan_to_num(noise), np.maximum(1.0, MAD_EFFICIENCY * (count[rows] - 1))
 
 
 def _clipped_means(windows: np.ndarray, median, limit) -> np.ndarray:
