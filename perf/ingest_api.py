@@ -3,10 +3,10 @@
     .venv/bin/python perf/ingest_api.py [--records 100000] [--per-upload 5000]
 
 Needs PostgreSQL (default postgres@127.0.0.1:5432; --admin-url to change). It recreates the
-database `benchsite_ingest_bench`, serves the site with gunicorn on a local port, uploads
-torchao-style records with the CI client (`runner.cli.upload`, gzip + idempotency key), then
-COPYs the rows the API wrote again and prints
-both rates and their ratio. Target: the API at no less than a third of raw COPY speed.
+database `benchsite_ingest_bench` (--database to change), serves the site with gunicorn on
+a local port, uploads torchao-style records with the CI client (`runner.cli.upload`, gzip +
+idempotency key), then COPYs the rows the API wrote again and prints both rates and their
+ratio. Target: the API at no less than a third of raw COPY speed.
 The baseline COPYs the rows of one pass into the same table at its size then (its
 indexes make the cost grow with the table), so both sides pay the same index upkeep.
 """
@@ -39,8 +39,6 @@ from runner.contract.names import (  # noqa: E402
     quant_model_name,
 )
 
-DB = "benchsite_ingest_bench"
-BROKER = "redis://127.0.0.1:6379/13"
 RECIPES = ["int8wo", "int8dq", "float8dq-tensor", "float8dq-row", "float8wo", "int4wo-64",
            "int4wo-128", "int4wo-128-hqq"]
 METRICS = [(QuantMetric.SPEEDUP, "x"), (QuantMetric.BASELINE_TIME, "ms"),
@@ -120,17 +118,21 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 2],
                         help="concurrent uploaders (and gunicorn workers) per pass")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--database", default="benchsite_ingest_bench",
+                        help="the database it recreates (a name of its own per concurrent user)")
+    parser.add_argument("--broker", default="redis://127.0.0.1:6379/13",
+                        help="the Redis database it queues detection in and flushes")
     args = parser.parse_args()
 
     with psycopg.connect(args.admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB}")
-    url = args.admin_url.rsplit("/", 1)[0] + f"/{DB}"
+        conn.execute(f"DROP DATABASE IF EXISTS {args.database} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {args.database}")
+    url = args.admin_url.rsplit("/", 1)[0] + f"/{args.database}"
     # As deployed: the web server queues regression detection for a worker (none runs here)
     # rather than running it inside the upload request as the embedded mode does.
-    redis.Redis.from_url(BROKER).flushdb()
+    redis.Redis.from_url(args.broker).flushdb()
     env = {**os.environ, "DATABASE_URL": url, "DEBUG": "false", "SECRET_KEY": "bench",
-           "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING", "CELERY_BROKER_URL": BROKER}
+           "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING", "CELERY_BROKER_URL": args.broker}
     python = sys.executable
     subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     token = subprocess.run(
@@ -161,7 +163,7 @@ def main() -> None:
               f"{total / best_api:7.0f} records/s; raw COPY of the same rows "
               f"{best_copy:5.2f} s {total / best_copy:7.0f} rows/s; "
               f"API/COPY = {best_copy / best_api:.2f} (target >= 0.33)")
-    redis.Redis.from_url(BROKER).flushdb()  # the detection tasks no worker took
+    redis.Redis.from_url(args.broker).flushdb()  # the detection tasks no worker took
 
 
 def warm_up(server_url: str, token: str, name: str) -> None:
