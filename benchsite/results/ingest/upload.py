@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import gzip
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -91,24 +91,21 @@ def store_upload(
         normalization = _normalization(body, metadata, received=datetime.now(UTC))
         part_size = PART if len(body) <= PARTS_UP_TO else None
         _read(normalization, part_size)
-
-        def new_upload() -> Upload:  # compressing the body only for an upload stored
-            return Upload(
-                source=source,
-                token=token,
-                idempotency_key=idempotency_key,
-                content_hash=digest,
-                payload_gzip=payload_gzip or gzip.compress(body, compresslevel=1),
-                request_metadata=metadata,
-                # Recorded in the upload's transaction: a detection task lost after the
-                # commit (broker down, worker killed) is queued again by the sweeper.
-                detection_owed_at=timezone.now()
-                if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
-            )
-
+        upload = Upload(
+            source=source,
+            token=token,
+            idempotency_key=idempotency_key,
+            content_hash=digest,
+            payload_gzip=payload_gzip or gzip.compress(body, compresslevel=1),
+            request_metadata=metadata,
+            # Recorded in the upload's transaction: a detection task lost after the commit
+            # (broker down, worker killed) is queued again by the sweeper.
+            detection_owed_at=timezone.now()
+            if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
+        )
         try:
             with transaction.atomic():
-                upload = _store_parts(new_upload, normalization, token, part_size)
+                _store_parts(upload, normalization, token, part_size)
                 if announce:
                     transaction.on_commit(
                         lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
@@ -131,21 +128,19 @@ PART = 1000
 PARTS_UP_TO = 8 * 2**20
 
 
-def _store_parts(new_upload: Callable[[], Upload], normalization: mixed.Normalization,
-                 token: UploadToken | None, part_size: int | None) -> Upload:
-    """Save a `new_upload()` and store its records `part_size` at a time (all at once for None):
+def _store_parts(upload: Upload, normalization: mixed.Normalization,
+                 token: UploadToken | None, part_size: int | None) -> None:
+    """Save `upload` and store its records `part_size` at a time (all at once for None):
     while the database writes one part's results, the next part is read (`Store.save_part`'s
     `meanwhile`), so that the two overlap. Once a problem or a forbidden repo turns up
     nothing more is stored, but every record is still read for the full list of problems;
     then UploadRefused is raised (the caller's transaction drops what was stored). The first
     part is already read."""
     store, batch = store_for(connection), normalization.batch
-    writing, upload = Writing(batch), None
-    stored = 0  # results
+    writing, stored = Writing(batch), 0  # results stored
     while (stored < len(batch.results) and not normalization.count
            and _allowed(token, batch.repos)):
-        if upload is None:
-            upload = new_upload()
+        if not stored:
             upload.save()
         part = _part(batch, stored)
         stored = len(batch.results)
@@ -160,7 +155,6 @@ def _store_parts(new_upload: Callable[[], Upload], normalization: mixed.Normaliz
     upload.record_count = len(batch.results)
     upload.repos = sorted(batch.repos)
     upload.save(update_fields=["record_count", "repos"])
-    return upload
 
 
 def _part(batch: Batch, start: int) -> Batch:
