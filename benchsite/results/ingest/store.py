@@ -9,7 +9,7 @@ exercised by the same tests, run on each database.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +21,7 @@ from django.db.models import F, Model
 from benchsite.caching import ProcessCache
 from benchsite.results.environment import environment_fields
 from benchsite.results.ingest.normalize import Batch, ResultInfo, SeriesInfo
-from benchsite.results.ingest.summaries import BatchTotals
+from benchsite.results.ingest.summaries import summarize_batch
 from benchsite.results.models import Result, Run, Series, Upload
 
 # Series ids by (database alias, identity), kept across uploads by this process. Looking ids
@@ -29,15 +29,6 @@ from benchsite.results.models import Result, Run, Series, Upload
 # still exist (a flushed or restored database invalidates the whole cache). Ids are
 # remembered when the transaction that saw them commits: a rolled-back upload adds nothing.
 SERIES_IDS = ProcessCache(maxsize=200_000)
-
-
-class Writing:
-    """A batch being stored a part at a time: its runs' ids so far and its summary totals."""
-
-    def __init__(self, batch: Batch):
-        self.batch = batch
-        self.run_ids: dict[str, int] = {}
-        self.totals = BatchTotals(batch)
 
 
 class Store:
@@ -48,20 +39,8 @@ class Store:
 
     def save(self, upload: Upload, batch: Batch) -> None:
         """Store `batch` as the results of `upload` (inside the caller's transaction)."""
-        writing = Writing(batch)
-        self.save_part(upload, batch, writing)
-        self.finish(writing)
-
-    def save_part(self, upload: Upload, part: Batch, writing: Writing,
-                  meanwhile: Callable[[], object] = lambda: None) -> None:
-        """Store a part of `writing`'s batch: its new runs, its series and its results.
-        `meanwhile` is called while the database writes the results (the caller reads the
-        next part then). `finish` ends the batch."""
-        run_ids = writing.run_ids
-        missing = [identity for identity in part.runs if identity not in run_ids]
-        if missing:
-            run_ids.update(self.ids_by_identity(Run, missing))
-        new_runs = [part.runs[identity] for identity in missing if identity not in run_ids]
+        run_ids = self.ids_by_identity(Run, list(batch.runs))
+        new_runs = [run for identity, run in batch.runs.items() if identity not in run_ids]
         if new_runs:
             Run.objects.bulk_create(
                 [Run(identity=run.identity, repo=run.repo, head_branch=run.head_branch,
@@ -74,18 +53,9 @@ class Store:
                 ignore_conflicts=True,
             )
             run_ids.update(self.ids_by_identity(Run, [run.identity for run in new_runs]))
+        self.insert_results(upload.pk, batch.results, run_ids, self.series_ids(batch.series))
+        summarize_batch(batch, run_ids)
 
-        def overlapped() -> None:
-            writing.totals.add(part.results)
-            meanwhile()
-
-        self.insert_results(upload.pk, part.results, run_ids, self.series_ids(part.series),
-                            overlapped)
-
-    def finish(self, writing: Writing) -> None:
-        """After all its parts: the batch's run summaries, result counts and start times."""
-        batch, run_ids = writing.batch, writing.run_ids
-        writing.totals.save(run_ids)
         counts: dict[int, int] = {}
         for result in batch.results:
             counts[run_ids[result.run]] = counts.get(run_ids[result.run], 0) + 1
@@ -134,9 +104,7 @@ class Store:
         raise NotImplementedError
 
     def insert_results(self, upload_id: int, results: list[ResultInfo],
-                       run_ids: dict[str, int], series_ids: dict[str, int],
-                       meanwhile: Callable[[], object] = lambda: None) -> None:
-        """Insert results, calling `meanwhile` once while the database writes them."""
+                       run_ids: dict[str, int], series_ids: dict[str, int]) -> None:
         raise NotImplementedError
 
     def refresh_statistics(self, vacuum: bool = False) -> None:
@@ -170,7 +138,7 @@ class OrmStore(Store):
             batch_size=2000, ignore_conflicts=True,
         )
 
-    def insert_results(self, upload_id, results, run_ids, series_ids, meanwhile=lambda: None):
+    def insert_results(self, upload_id, results, run_ids, series_ids):
         Result.objects.bulk_create(
             (Result(series_id=series_ids[r.series], run_id=run_ids[r.run], upload_id=upload_id,
                     timestamp=moment(r.timestamp), value=r.value, values=r.values,
@@ -178,7 +146,6 @@ class OrmStore(Store):
                     unknown=r.unknown) for r in results),
             batch_size=2000,
         )
-        meanwhile()  # SQLite writes in this process: nothing to overlap
 
     def refresh_statistics(self, vacuum=False):
         """Nothing: SQLite plans the dashboards' queries well without statistics."""
@@ -231,34 +198,31 @@ class CopyStore(Store):
                            "ON CONFLICT (identity) DO NOTHING")
             cursor.execute("DROP TABLE new_series")
 
-    def insert_results(self, upload_id, results, run_ids, series_ids, meanwhile=lambda: None):
+    def insert_results(self, upload_id, results, run_ids, series_ids):
         def lines():
-            # The columns from run_id to timestamp, by run and timestamp (most results of
-            # an upload share them).
-            middles: dict[tuple[str, int], str] = {}
+            upload = str(upload_id)
+            times: dict[int, str] = {}
             for r in results:
-                middle = middles.get((r.run, r.timestamp))
-                if middle is None:
-                    middle = middles[r.run, r.timestamp] = (
-                        f"{run_ids[r.run]}\t{upload_id}\t{moment(r.timestamp).isoformat()}")
-                yield (f"{series_ids[r.series]}\t{middle}\t{_copy_float(r.value)}\t"
-                       f"{{{','.join(map(repr, r.values))}}}\t{_copy_float(r.target)}\t"
-                       f"{_copy_json(r.string_values)}\t{_copy_json(r.extra_info)}\t"
-                       f"{_copy_json(r.unknown)}")
+                when = times.get(r.timestamp)
+                if when is None:
+                    when = times[r.timestamp] = moment(r.timestamp).isoformat()
+                yield "\t".join((
+                    str(series_ids[r.series]), str(run_ids[r.run]), upload, when,
+                    _copy_float(r.value), "{" + ",".join(map(repr, r.values)) + "}",
+                    _copy_float(r.target), _copy_json(r.string_values),
+                    _copy_json(r.extra_info), _copy_json(r.unknown),
+                ))
 
         with self.connection.cursor() as cursor:
-            self._copy(cursor, Result._meta.db_table, self.RESULT_COLUMNS, lines(), meanwhile)
+            self._copy(cursor, Result._meta.db_table, self.RESULT_COLUMNS, lines())
 
     def refresh_statistics(self, vacuum=False):
         with self.connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE" if vacuum else "ANALYZE")
 
-    def _copy(self, cursor, table: str, columns: tuple[str, ...], lines: Iterable[str],
-              meanwhile: Callable[[], object] = lambda: None) -> None:
+    def _copy(self, cursor, table: str, columns: tuple[str, ...], lines: Iterable[str]) -> None:
         """COPY rows given as lines in PostgreSQL's text format, built by the caller, sent in
-        chunks of COPY_CHUNK lines. `meanwhile` is called once all are sent, before waiting
-        for the server to have written them: the server is busy with the rows for a while
-        (about as long as reading them took), in another process, so that work overlaps."""
+        chunks of COPY_CHUNK lines."""
         quoted = ", ".join(f'"{column}"' for column in columns)
         with cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
             chunk = []
@@ -271,7 +235,6 @@ class CopyStore(Store):
             if chunk:
                 chunk.append("")
                 copy.write("\n".join(chunk))
-            meanwhile()
 
 
 def store_for(connection: BaseDatabaseWrapper) -> Store:

@@ -1,10 +1,9 @@
 """Run summaries (`RunSummary`): one row per run and model-less slice, what the trends and
 recipes pages read instead of results.
 
-Ingestion adds each upload's totals, computed from the batch it already holds
-(`BatchTotals`: one small upsert, no re-reading of the rows just written);
-`resummarize_runs` rebuilds runs' summaries from their stored results with the same
-arithmetic.
+Ingestion adds each upload's totals, computed from the batch it already holds (one small
+upsert, no re-reading of the rows just written); `resummarize_runs` rebuilds runs' summaries
+from their stored results with the same arithmetic.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from datetime import UTC, datetime
 
 from django.db import connection
 
-from benchsite.results.ingest.normalize import Batch, ResultInfo
+from benchsite.results.ingest.normalize import Batch
 from benchsite.results.models import Result, Run, RunSummary
 
 # Accuracy results that count as a pass, as the PyTorch HUD counts them.
@@ -39,32 +38,22 @@ def _add(total: list, value: float | None, string_values: list[str] | None) -> N
         total[4] += string_values[0] in PASS_VALUES
 
 
-class BatchTotals:
-    """A batch's summary totals, added a part of its results at a time (`add`, while the
-    database writes them), then written (`save`)."""
-
-    def __init__(self, batch: Batch):
-        self.batch = batch
-        self.totals: dict[tuple, list] = {}
-
-    def add(self, results: list[ResultInfo]) -> None:
-        totals, series = self.totals, self.batch.series
-        group_of = operator.attrgetter(*GROUP)
-        for result in results:
-            key = (result.run, *group_of(series[result.series]))
-            total = totals.get(key)
-            if total is None:
-                total = totals[key] = [0, 0, 0.0, 0, 0]
-            _add(total, result.value, result.string_values)
-
-    def save(self, run_ids: dict[str, int]) -> None:
-        """Add the totals to the runs' summaries."""
-        rows = []
-        for (run_identity, *group), total in self.totals.items():
-            run = self.batch.runs[run_identity]
-            rows.append((run_ids[run_identity], run.repo, run.head_branch,
-                         datetime.fromtimestamp(run.timestamp, tz=UTC), *group, *total))
-        _upsert(rows)
+def summarize_batch(batch: Batch, run_ids: dict[str, int]) -> None:
+    """Add a stored batch's results to its runs' summaries."""
+    totals: dict[tuple, list] = {}
+    group_of, series = operator.attrgetter(*GROUP), batch.series
+    for result in batch.results:
+        key = (result.run, *group_of(series[result.series]))
+        total = totals.get(key)
+        if total is None:
+            total = totals[key] = [0, 0, 0.0, 0, 0]
+        _add(total, result.value, result.string_values)
+    rows = []
+    for (run_identity, *group), total in totals.items():
+        run = batch.runs[run_identity]
+        rows.append((run_ids[run_identity], run.repo, run.head_branch,
+                     datetime.fromtimestamp(run.timestamp, tz=UTC), *group, *total))
+    _upsert(rows)
 
 
 def resummarize_runs(run_ids: list[int]) -> None:

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from benchsite.results.ingest import mixed, parse
 from benchsite.results.ingest.normalize import Batch
-from benchsite.results.ingest.store import Writing, store_for
+from benchsite.results.ingest.store import store_for
 from benchsite.results.ingest.summaries import resummarize_runs
 from benchsite.results.models import Run, Upload, UploadToken
 from benchsite.results.signals import upload_stored
@@ -77,8 +77,7 @@ def store_upload(
     `metadata` holds run fields the records may lack (query parameters of the API);
     `payload_gzip` is the body as the client compressed it, kept instead of recompressing.
     `announce=False` skips the `upload_stored` signal (bulk loaders run detection once after).
-    Raises UploadRefused (or a subclass) with every problem; then nothing is stored (what
-    was written meanwhile is rolled back).
+    Raises UploadRefused (or a subclass) with every problem; then nothing is written.
     """
     metadata = {key: value for key, value in (metadata or {}).items() if value not in (None, "")}
     digest = content_hash(body, metadata)
@@ -87,84 +86,37 @@ def store_upload(
         _check_repos(token, repeat.repos)  # a replay tells nothing to a token of other repos
         return Stored(repeat, created=False)
 
-    with _cyclic_gc_paused():
-        normalization = _normalization(body, metadata, received=datetime.now(UTC))
-        part_size = PART if len(body) <= PARTS_UP_TO else None
-        _read(normalization, part_size)
-        upload = Upload(
-            source=source,
-            token=token,
-            idempotency_key=idempotency_key,
-            content_hash=digest,
-            payload_gzip=payload_gzip or gzip.compress(body, compresslevel=1),
-            request_metadata=metadata,
-            # Recorded in the upload's transaction: a detection task lost after the commit
-            # (broker down, worker killed) is queued again by the sweeper.
-            detection_owed_at=timezone.now()
-            if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
-        )
-        try:
-            with transaction.atomic():
-                _store_parts(upload, normalization, token, part_size)
-                if announce:
-                    transaction.on_commit(
-                        lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
-        except IntegrityError:
-            # A concurrent request stored the same upload first.
-            repeat = _find_repeat(digest, idempotency_key, token, source)
-            if repeat is None:
-                raise
-            return Stored(repeat, created=False)
-    return Stored(upload, created=True)
-
-
-# Records normalised while the database writes the previous ones (`_store_parts`): small
-# enough that the first part, read before anything is written, is a small share of a CI
-# upload, large enough that the queries of each part are too.
-PART = 1000
-# Larger bodies are read whole before anything is written: a record refused near the end of
-# a part-stored body wastes the writing of the parts before it, which this bounds (a bad
-# record in a body near BENCH_UPLOAD_MAX_BYTES stays a 400 within seconds).
-PARTS_UP_TO = 8 * 2**20
-
-
-def _store_parts(upload: Upload, normalization: mixed.Normalization,
-                 token: UploadToken | None, part_size: int | None) -> None:
-    """Save `upload` and store its records `part_size` at a time (all at once for None):
-    while the database writes one part's results, the next part is read (`Store.save_part`'s
-    `meanwhile`), so that the two overlap. Once a problem or a forbidden repo turns up
-    nothing more is stored, but every record is still read for the full list of problems;
-    then UploadRefused is raised (the caller's transaction drops what was stored). The first
-    part is already read."""
-    store, batch = store_for(connection), normalization.batch
-    writing, stored = Writing(batch), 0  # results stored
-    while (stored < len(batch.results) and not normalization.count
-           and _allowed(token, batch.repos)):
-        if not stored:
-            upload.save()
-        part = _part(batch, stored)
-        stored = len(batch.results)
-        store.save_part(upload, part, writing,
-                        meanwhile=lambda: _read(normalization, part_size))
-    _read(normalization)  # the rest, where storing stopped early
-    batch, errors, count = normalization.outcome()
-    if errors:
-        raise UploadRefused(errors, count)
+    batch = _normalize(body, metadata, received=datetime.now(UTC))
     _check_repos(token, batch.repos)
-    store.finish(writing)
-    upload.record_count = len(batch.results)
-    upload.repos = sorted(batch.repos)
-    upload.save(update_fields=["record_count", "repos"])
 
-
-def _part(batch: Batch, start: int) -> Batch:
-    """The results of `batch` from `start` on, with their runs and series."""
-    results = batch.results[start:]
-    runs = dict.fromkeys(result.run for result in results)
-    series = dict.fromkeys(result.series for result in results)
-    return Batch(runs={identity: batch.runs[identity] for identity in runs},
-                 series={identity: batch.series[identity] for identity in series},
-                 results=results)
+    upload = Upload(
+        source=source,
+        token=token,
+        idempotency_key=idempotency_key,
+        content_hash=digest,
+        payload_gzip=payload_gzip or gzip.compress(body, compresslevel=1),
+        request_metadata=metadata,
+        record_count=len(batch.results),
+        repos=sorted(batch.repos),
+        # Recorded in the upload's transaction: a detection task lost after the commit
+        # (broker down, worker killed) is queued again by the sweeper.
+        detection_owed_at=timezone.now()
+        if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
+    )
+    try:
+        with transaction.atomic():
+            upload.save()
+            store_for(connection).save(upload, batch)
+            if announce:
+                transaction.on_commit(
+                    lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
+    except IntegrityError:
+        # A concurrent request stored the same upload first.
+        repeat = _find_repeat(digest, idempotency_key, token, source)
+        if repeat is None:
+            raise
+        return Stored(repeat, created=False)
+    return Stored(upload, created=True)
 
 
 def rederive(upload: Upload) -> int:
@@ -188,34 +140,18 @@ def rederive(upload: Upload) -> int:
 
 def _normalize(body: bytes, metadata: dict[str, Any], received: datetime) -> Batch:
     """The batch of a body, record by record (`ingest.mixed`)."""
+    defaults = {"timestamp": int(received.timestamp()), **metadata}
     with _cyclic_gc_paused():
-        normalization = _normalization(body, metadata, received)
-        _read(normalization)
-        batch, errors, count = normalization.outcome()
+        try:
+            records, envelope = parse.split_body(body)
+            batch, errors, count = mixed.normalize(
+                records, {**defaults, **envelope}, escaped_nul=b"\\u0000" in body)
+        except parse.BodyError as error:
+            raise UploadRefused([str(error)]) from None
+        del records
     if errors:
         raise UploadRefused(errors, count)
     return batch
-
-
-def _normalization(body: bytes, metadata: dict[str, Any],
-                   received: datetime) -> mixed.Normalization:
-    """The normalisation of a body's records, none read yet. Missing timestamps mean
-    `received`."""
-    defaults = {"timestamp": int(received.timestamp()), **metadata}
-    try:
-        records, envelope = parse.split_body(body)
-    except parse.BodyError as error:
-        raise UploadRefused([str(error)]) from None
-    return mixed.Normalization(records, {**defaults, **envelope},
-                               escaped_nul=b"\\u0000" in body)
-
-
-def _read(normalization: mixed.Normalization, size: int | None = None) -> int:
-    """`normalization.read`, a record that is not JSON refusing the upload."""
-    try:
-        return normalization.read(size)
-    except parse.BodyError as error:
-        raise UploadRefused([str(error)]) from None
 
 
 @contextmanager
@@ -230,10 +166,6 @@ def _cyclic_gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def _allowed(token: UploadToken | None, repos: Iterable[str]) -> bool:
-    return token is None or all(token.allows(repo) for repo in repos)
 
 
 def _check_repos(token: UploadToken | None, repos: Iterable[str]) -> None:
