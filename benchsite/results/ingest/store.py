@@ -250,7 +250,7 @@ def moment(timestamp: int) -> datetime:
 
 def _array_literal(items: Iterable[str]) -> str:
     """A PostgreSQL array literal of items that need no quoting (digests, numbers): built with
-    one join, where psycopg adapts a list's items one by one in Python (3 µs a series)."""
+    one join, where psycopg adapts a list's items one by one in Python (microseconds each)."""
     return "{" + ",".join(items) + "}"
 
 
