@@ -167,7 +167,7 @@ class CopyStore(Store):
             cursor.execute(
                 f"SELECT identity, id FROM unnest(%s::text[]) AS given(identity) "
                 f"JOIN {model._meta.db_table} USING (identity)",
-                [identities],
+                [_array_literal(identities)],
             )
             return dict(cursor.fetchall())
 
@@ -176,7 +176,8 @@ class CopyStore(Store):
             # A join with the unnested array probes the primary key once per id; `id = ANY(%s)`
             # with thousands of ids is planned as a scan comparing every row with every id.
             cursor.execute(f"SELECT count(*) FROM unnest(%s::bigint[]) AS given(id) "
-                           f"JOIN {Series._meta.db_table} USING (id)", [list(series_ids)])
+                           f"JOIN {Series._meta.db_table} USING (id)",
+                           [_array_literal(map(str, series_ids))])
             return cursor.fetchone()[0]
 
     def insert_series(self, items):
@@ -245,6 +246,12 @@ def store_for(connection: BaseDatabaseWrapper) -> Store:
 def moment(timestamp: int) -> datetime:
     """Unix seconds as the aware datetime the ORM stores."""
     return datetime.fromtimestamp(timestamp, tz=UTC)
+
+
+def _array_literal(items: Iterable[str]) -> str:
+    """A PostgreSQL array literal of items that need no quoting (digests, numbers): built with
+    one join, where psycopg adapts a list's items one by one in Python (microseconds each)."""
+    return "{" + ",".join(items) + "}"
 
 
 def _copy_text(value: str) -> str:

@@ -9,6 +9,7 @@ from their stored results with the same arithmetic.
 from __future__ import annotations
 
 import math
+import operator
 from datetime import UTC, datetime
 
 from django.db import connection
@@ -40,9 +41,9 @@ def _add(total: list, value: float | None, string_values: list[str] | None) -> N
 def summarize_batch(batch: Batch, run_ids: dict[str, int]) -> None:
     """Add a stored batch's results to its runs' summaries."""
     totals: dict[tuple, list] = {}
+    group_of, series = operator.attrgetter(*GROUP), batch.series
     for result in batch.results:
-        series = batch.series[result.series]
-        key = (result.run, *(getattr(series, column) for column in GROUP))
+        key = (result.run, *group_of(series[result.series]))
         total = totals.get(key)
         if total is None:
             total = totals[key] = [0, 0, 0.0, 0, 0]
