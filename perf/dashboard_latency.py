@@ -226,7 +226,7 @@ def main() -> int:
                         client.get(full)
                         times.append(1000 * (time.perf_counter() - started))
                     queries.add(len(captured.captured_queries))
-            if not cold or (not times and not args.cold):
+            if not times and not args.cold:  # its first request failed
                 print(f"{name + variant:<22} {len(urls):>4} {'failed':>8}")
                 continue
             rows.append({"page": name + variant, "first_ms": max(cold),
@@ -240,7 +240,11 @@ def main() -> int:
             print(f"{name + variant:<22} {len(urls):>4} {len(times):>8} "
                   f"{statistics.median(times):>8.1f} {percentile(times, 0.95):>8.1f} "
                   f"{max(times):>8.1f} {_span(queries):>8} {max(cold):>8.1f}")
-    print(f"worst p95: {worst:.1f} ms (target: under 200 ms)")
+    if args.cold:
+        print(f"worst first request: {max(row['first_ms'] for row in rows):.1f} ms "
+              "(target: under 1,000 ms)")
+    else:
+        print(f"worst p95: {worst:.1f} ms (target: under 200 ms)")
     if states:
         print("states of the series compared by the compare API: "
               + ", ".join(f"{state} {count:,}" for state, count in states.items() if count))
