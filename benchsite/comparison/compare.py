@@ -50,6 +50,7 @@ from benchsite.comparison.judge import (
     Verdict,
 )
 from benchsite.comparison.outcomes import passes, text
+from benchsite.gc_pause import gc_paused
 from benchsite.results.models import Result, Run
 from runner.contract.status import FAILED, STATUS_METRIC
 
@@ -198,8 +199,11 @@ def recent_comparison(repo: str, base_sha: str, head_sha: str, *, fdr: float,
     version = ",".join(f"{pk}-{count}" for pk, count in runs.values_list("pk", "result_count"))
     key = hashlib.sha256(repr((repo, base_sha, head_sha, sorted(filters.items()), version,
                                rate)).encode()).hexdigest()
-    return RECENT.get_or_compute(
-        key, lambda: _compare(repo, base_sha, head_sha, settings(), changes, filters, rate))
+    def compute() -> Comparison:
+        with gc_paused():
+            return _compare(repo, base_sha, head_sha, settings(), changes, filters, rate)
+
+    return RECENT.get_or_compute(key, compute)
 
 
 def compare_commits(repo: str, base_sha: str, head_sha: str, *, settings: Settings,
@@ -210,7 +214,8 @@ def compare_commits(repo: str, base_sha: str, head_sha: str, *, settings: Settin
     discovery rate `fdr` (default: the settings' `compare_fdr`). Raises ValueError for an
     unknown filter or an unusable rate, CannotCompare for an unknown repo or commit."""
     base_sha, head_sha = resolve(repo, base_sha), resolve(repo, head_sha)
-    return _compare(repo, base_sha, head_sha, settings, changes, filters, fdr)
+    with gc_paused():
+        return _compare(repo, base_sha, head_sha, settings, changes, filters, fdr)
 
 
 @dataclass
@@ -257,9 +262,11 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: Settings, change
     if unknown:
         raise ValueError(f"unknown filter(s) {unknown}: use {list(FILTERS)}")
     branches = settings.branches_for(repo)
-    found = _bucket(_results(repo, base_sha, head_sha, filters), head_sha)
-    base_runs, head_runs = _runs(found.run_shas, base_sha, head_sha)
-    numeric = [pk for pk in found.series if pk not in found.pass_fail | found.cells]
+    runs = _commit_runs(repo, base_sha, head_sha)
+    found = _bucket(_results(list(runs), filters), runs, head_sha)
+    base_runs, head_runs = _runs(found.run_shas, runs, base_sha, head_sha)
+    not_numeric = found.pass_fail | found.cells
+    numeric = [pk for pk in found.series if pk not in not_numeric]
     histories = _baselines(numeric, base_runs, head_runs, branches, settings, changes)
     tolerances = _tolerances(found.series.values(), settings)
     judged = _judge(found, base_sha, head_sha, histories, tolerances, settings)
@@ -274,26 +281,36 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: Settings, change
     return Comparison(repo, base_sha, head_sha, branches, compared, fdr, environment)
 
 
-def _results(repo: str, base_sha: str, head_sha: str, filters: dict[str, str]) -> Iterable:
+def _commit_runs(repo: str, base_sha: str, head_sha: str) -> dict[int, tuple[str, datetime, str]]:
+    """The two commits' runs by id: (sha, time, branch). Read before their results, which
+    are then found by run id (the (run, series) index): joined to the runs instead, the
+    planner scanned the whole results table (290 ms at 1M results, growing with it)."""
+    return {pk: (sha, at, branch) for pk, sha, at, branch in Run.objects.filter(
+        repo=repo, head_sha__in=[base_sha, head_sha]).values_list(
+        "pk", "head_sha", "timestamp", "head_branch")}
+
+
+def _results(run_ids: list[int], filters: dict[str, str]) -> Iterable:
     """Numeric results, and the string results of pass/fail series (accuracy) and cell
-    statuses, of both commits in one query: (series id, sha, run id, value, values, string
+    statuses, of these runs in one query: (series id, run id, value, values, string
     values, unit, unstable, error, *the series' FILTERS fields)."""
     series_fields = [f"series__{name}" for name in FILTERS]
     return (Result.objects
-            .filter(run__repo=repo, run__head_sha__in=[base_sha, head_sha],
+            .filter(run_id__in=run_ids,
                     **{f"series__{name}": value for name, value in filters.items() if value})
             .exclude(value__isnull=True, string_values__isnull=True)
             .annotate(unit=KeyTextTransform("unit", "extra_info"),
                       unstable=KeyTextTransform("unstable", "extra_info"),
                       error=KeyTextTransform("error", "extra_info"))
-            .values_list("series_id", "run__head_sha", "run_id", "value", "values",
-                         "string_values", "unit", "unstable", "error", *series_fields))
+            .values_list("series_id", "run_id", "value", "values", "string_values", "unit",
+                         "unstable", "error", *series_fields))
 
 
-def _bucket(rows: Iterable, head_sha: str) -> _Found:
+def _bucket(rows: Iterable, runs: dict[int, tuple[str, datetime, str]], head_sha: str) -> _Found:
     """The results by (series, sha): numbers, pass/fail outcomes, cell statuses."""
     found = _Found()
-    for series_id, sha, run_id, value, values, strings, unit, shaky, error, *fields in rows:
+    for series_id, run_id, value, values, strings, unit, shaky, error, *fields in rows:
+        sha = runs[run_id][0]
         if value is None:  # a string result: a cell's status, or a pass/fail outcome
             if fields[-1] == STATUS_METRIC:
                 found.statuses.setdefault((series_id, sha), []).append(
@@ -316,14 +333,14 @@ def _bucket(rows: Iterable, head_sha: str) -> _Found:
     return found
 
 
-def _runs(run_shas: dict[int, str], base_sha: str, head_sha: str,
-          ) -> tuple[dict[int, tuple[datetime, str]], dict[int, datetime]]:
-    """The base's runs (time, branch) and the head's (time), read once per run, not per
-    result (10,000+ datetimes parsed)."""
+def _runs(run_shas: dict[int, str], runs: dict[int, tuple[str, datetime, str]], base_sha: str,
+          head_sha: str) -> tuple[dict[int, tuple[datetime, str]], dict[int, datetime]]:
+    """Of the runs with results (`run_shas`), the base's (time, branch) and the head's
+    (time)."""
     head_runs: dict[int, datetime] = {}
     base_runs: dict[int, tuple[datetime, str]] = {}
-    for run_id, at, branch in Run.objects.filter(pk__in=list(run_shas)).values_list(
-            "pk", "timestamp", "head_branch"):
+    for run_id in run_shas:
+        _, at, branch = runs[run_id]
         if run_shas[run_id] == head_sha and head_sha != base_sha:
             head_runs[run_id] = at
         if run_shas[run_id] == base_sha:
@@ -348,6 +365,9 @@ def _judge(found: _Found, base_sha: str, head_sha: str, histories: dict[int, jud
     by their numbers against their history, in the direction `directions` gives."""
     directions = better_for(found.series.values(), found.units)
     pass_fail, cells = found.pass_fail, found.cells
+    rules_of = {tolerance: Rules(tolerance=tolerance, min_history=settings.min_history,
+                                 alpha=settings.compare_significance)
+                for tolerance in set(tolerances.values())}
     judged = []
     for pk, item in found.series.items():
         runs = len(found.head_runs_of.get(pk, ()))
@@ -363,9 +383,7 @@ def _judge(found: _Found, base_sha: str, head_sha: str, histories: dict[int, jud
             judged.append(_Judged(item, verdict, outcomes.DIRECTION,
                                   _ran(was, verdict.state == REGRESSION), _ran(now), 0, runs))
         else:
-            rules = Rules(tolerance=tolerances[item.metric, item.benchmark],
-                          min_history=settings.min_history,
-                          alpha=settings.compare_significance)
+            rules = rules_of[tolerances[item.metric, item.benchmark]]
             base = found.samples.get((pk, base_sha), [])
             head = found.samples.get((pk, head_sha), [])
             history = histories.get(pk, judge.NO_HISTORY)
@@ -416,7 +434,8 @@ def _baselines(series_ids: list[int], base_runs: dict[int, tuple[datetime, str]]
 
 
 class _Series(NamedTuple):
-    """The fields of a series a comparison needs (model instances cost 20x more)."""
+    """The fields of a series a comparison needs (model instances cost 20x more), in the
+    order of a Row's first fields."""
 
     pk: int
     benchmark: str
@@ -436,8 +455,7 @@ def _row(series: _Series, direction: str | None, tolerance: float, verdict: Verd
     change = None
     if base_value and head_value is not None:
         change = head_value / base_value - 1
-    return Row(series_id=series.pk, **{name: getattr(series, name) for name in FILTERS},
-               direction=direction, tolerance=tolerance, base=base_value, head=head_value,
+    return Row(*series, direction=direction, tolerance=tolerance, base=base_value, head=head_value,
                base_count=len(base), head_count=len(head), change=change,
                level=verdict.level, noise=verdict.noise, history=points,
                p_value=verdict.p_value, mw_p_value=verdict.mw_p_value,

@@ -31,8 +31,14 @@ def directions_for(series: Iterable[SeriesLike], units: dict[int, str]) -> dict[
     inference may read), with one query for the overrides."""
     series = list(series)
     overrides = _overrides({item.metric for item in series})
-    return {item.pk: _judged(overrides, item.metric, item.benchmark, units.get(item.pk) or "")
-            for item in series}
+    answers: dict[tuple[str, str, str], Direction] = {}  # thousands of series, few metrics
+    found = {}
+    for item in series:
+        key = (item.metric, item.benchmark, units.get(item.pk) or "")
+        if key not in answers:
+            answers[key] = _judged(overrides, *key)
+        found[item.pk] = answers[key]
+    return found
 
 
 def better_for(series: Iterable[SeriesLike], units: dict[int, str]) -> dict[int, str | None]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from statistics import median
 
 import numpy as np
@@ -271,12 +271,15 @@ def control(verdicts: list[Verdict], fdr: float) -> list[Verdict]:
     adjusted = stats.false_discovery_control([verdicts[n].p_value for n in tested])
     held = list(verdicts)
     for number, q in zip(tested, adjusted, strict=True):
-        verdict = replace(held[number], adjusted=float(q))
-        if verdict.state in (REGRESSION, IMPROVEMENT, CHANGED) and q > fdr:
-            verdict = replace(verdict, state=NOISY, held=verdict.state, rule=(
-                f"{verdict.rule}: within the noise of {len(tested)} series compared "
-                f"(adjusted p={q:.2g}, needs {fdr:g})"))
-        held[number] = verdict
+        # (Verdict(...) rather than dataclasses.replace: 18,000 series took 0.2 s in replace)
+        v = held[number]
+        state, rule, was = v.state, v.rule, v.held
+        if state in (REGRESSION, IMPROVEMENT, CHANGED) and q > fdr:
+            state, was, rule = NOISY, state, (f"{rule}: within the noise of {len(tested)} "
+                                              f"series compared (adjusted p={q:.2g}, needs "
+                                              f"{fdr:g})")
+        held[number] = Verdict(state, rule, v.level, v.noise, v.p_value, v.mw_p_value,
+                               float(q), was)
     return held
 
 

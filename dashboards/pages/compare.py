@@ -20,6 +20,7 @@ from benchsite.comparison.judge import (
     STATES,
     check_fdr,
 )
+from benchsite.gc_pause import gc_paused
 from benchsite.regressions.comparisons import recent_comparison
 from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Run, RunSummary
@@ -155,18 +156,15 @@ def _views(comparison: Comparison, chosen: dict[str, str], status: str,
     found = VIEWS.get(key)
     if found is not None and found[0] is comparison:
         return found[1:]
-    rows = [row for row in comparison.rows
-            if all(not value or getattr(row, name) == value for name, value in chosen.items())]
-    listed = sorted((r for r in rows if not status or r.state == status), key=_changes_first)
-    summary = _groups(rows, repo, comparison.base_sha, comparison.head_sha)
-    figures = [_top_changes(rows)] if any(r.change is not None for r in rows) else []
+    with gc_paused():
+        rows = [row for row in comparison.rows if all(
+            not value or getattr(row, name) == value for name, value in chosen.items())]
+        # (comparison.rows come in this order already: changes first, the largest first)
+        listed = [r for r in rows if not status or r.state == status]
+        summary = _groups(rows, repo, comparison.base_sha, comparison.head_sha)
+        figures = [_top_changes(rows)] if any(r.change is not None for r in rows) else []
     VIEWS.put(key, (comparison, summary, listed, figures))
     return summary, listed, figures
-
-
-def _changes_first(row) -> tuple[int, float]:
-    """Regressions, improvements, other changes, noisy ... unchanged; the largest first."""
-    return STATES.index(row.state), -abs(row.change or 0.0)
 
 
 def _groups(rows, repo, base, head) -> Table:
