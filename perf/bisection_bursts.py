@@ -3,11 +3,13 @@ for each slowdown and burst rate, many seeds of the range 0..23 (culprit 15) and
 quiet range 0..12 (no change), counted as right / ambiguous / not reproduced / wrong, with
 the commits and rounds measured.
 
-    .venv/bin/python perf/bisection_bursts.py [--seeds 40] [--burst 2.0]
+    .venv/bin/python perf/bisection_bursts.py [--seeds 40] [--burst 2.0] [--jitter 0.10]
 
 The lab is the tests' (tests/bisects/test_search.py `FakeLab`): 3 % noise, 6 repetitions a
 round, and a chance per round that the whole round runs `--burst` times slower (another
-process on the machine). perf/bisection.py measures the same on real commits.
+process on the machine), and with `--jitter` a spread of each whole round's level (a real
+machine's rounds differ by more than their repetitions do). perf/bisection.py measures the
+same on real commits.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=40)
     parser.add_argument("--burst", type=float, default=2.0, help="a burst's slowdown (x)")
+    parser.add_argument("--jitter", type=float, default=0.0,
+                        help="the relative spread of a whole round's level (FakeLab's)")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
     import django
@@ -45,7 +49,8 @@ def main() -> None:
             counts = dict.fromkeys(("right", "ambiguous", "not repr.", "WRONG"), 0)
             commits, rounds = [], []
             for seed in range(args.seeds):
-                lab = FakeLab(level, seed=seed, bursts=bursts, burst=args.burst)
+                lab = FakeLab(level, seed=seed, bursts=bursts, burst=args.burst,
+                              jitter=args.jitter)
                 outcome = search.bisect(lab, n, 1, search.Settings())
                 if kind == "range":
                     verdict = ("right" if outcome.culprit == 15 else "WRONG"

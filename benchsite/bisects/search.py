@@ -1,15 +1,25 @@
 """The bisection itself, apart from where measurements come from (`Lab`) and are kept.
 
-Positions 0..n are the commits from the good end (0) to the bad end (n). Every comparison
-of two commits is interleaved on this worker: rounds of the two alternate (ABBA: a then b,
-then b then a...), and the comparison uses its own rounds only, so the machine's drift
-between comparisons cancels. A burst of other load can still land on one side of one pair
-of rounds, so a comparison's change is the median over its pairs of rounds of each pair's
-ratio (a round counts as the median of its repetitions), and it differs only where its
-repetitions do (a two-sided Mann-Whitney U test, as the compare API) and its pairs agree on
-the sign (one pair in four may not). It adds pairs of rounds in steps (1, 2, 4, then
-`max_rounds`) until its verdict is clear, as Pinpoint does; a verdict a burst could have made
-(within `burst`, 2x, of its boundary) needs `same_rounds` pairs at least.
+Positions 0..n are the commits from the good end (0) to the bad end (n). Every comparison of
+two commits is interleaved on this worker: rounds of the two alternate (ABBA: a then b, then
+b then a...), and the comparison uses its own rounds only, so the machine's drift between
+comparisons cancels. A burst of other load can still land on one side of one pair of rounds,
+so a comparison's change is the median over its pairs of rounds of each pair's ratio (a
+round counts as the median of its repetitions). It differs only where its repetitions do (a
+two-sided Mann-Whitney U test, as the compare API), its pairs of rounds do (`rounds_p`, with
+two pairs or more: Student's t over the pairs' log ratios, less those a burst moved, more
+than half of log `burst` from their median, one in four from each end at most; the
+comparison's p is the larger of the two) and its pairs agree on the sign (one pair in four
+may not). The pairs' test is there because a real machine's rounds differ from each other by
+more than their repetitions do: the repetitions of one round are not independent, and the
+Mann-Whitney over all of them alone was overconfident (with rounds whose level varies by 10
+%, `perf/bisection_bursts.py --jitter 0.10` named a wrong culprit in up to 5 of 40 seeds,
+and culprits in a range with no change). The pairs are the unit of independent evidence;
+where rounds do not vary they agree closely, and the test costs a few rounds. With one pair
+there is no spread to judge: the repetitions alone, and the search takes one pair's verdict
+only beyond a burst's reach. A comparison adds pairs of rounds in steps (1, 2, 4, then
+`max_rounds`) until its verdict is clear, as Pinpoint does; a verdict a burst could have
+made (within `burst`, 2x, of its boundary) needs `same_rounds` pairs at least.
 
 1. Both ends first, twice with fresh rounds (a third time where the two disagree): unless
    the bad end is worse than the good one (differing, and by at least `min_change`, the
@@ -93,8 +103,9 @@ class Settings:
 class Pair:
     """Two commits' rounds compared: the relative change from `a` to `b` (the median of the
     pairs of rounds' ratios), the Mann-Whitney p-value of their repetitions (1 with too few),
-    and whether the pairs of rounds moved the same way (all of them; one in four may not,
-    a burst on one side)."""
+    the p-value of the pairs of rounds' log ratios (`rounds_p`; None with one pair), and
+    whether the pairs of rounds moved the same way (all of them; one in four may not, a
+    burst on one side)."""
 
     a: int
     b: int
@@ -103,6 +114,12 @@ class Pair:
     rounds: int  # pairs of rounds (with values on both sides)
     ratios: tuple[float, ...] = ()  # each pair's log ratio, b over a
     tested: bool = True  # each side had MIN_REPETITIONS values for the test (else p is 1)
+    p_rounds: float | None = None  # the pairs' own test; None: one pair, no spread to judge
+
+    @property
+    def p(self) -> float:
+        """The comparison's p-value: the larger of the repetitions' and the pairs'."""
+        return max(self.p_value, self.p_rounds or 0.0)
 
     @property
     def agree(self) -> bool:
@@ -115,7 +132,7 @@ class Pair:
         return min(above, below) <= len(self.ratios) // 4
 
     def differs(self, alpha: float) -> bool:
-        return self.p_value < alpha and self.agree
+        return self.p < alpha and self.agree
 
 
 @dataclass
@@ -158,15 +175,42 @@ def paired(a: int, b: int, rounds_a: list[list[float]], rounds_b: list[list[floa
     if tested:
         p = float(stats.mannwhitneyu(va, vb, alternative="two-sided").pvalue)
         p = 1.0 if math.isnan(p) else p
-    return Pair(a, b, change, p, len(ratios), tuple(ratios), tested)
+    return Pair(a, b, change, p, len(ratios), tuple(ratios), tested, rounds_p(ratios))
+
+
+def rounds_p(ratios: list[float], burst: float = 2.0) -> float | None:
+    """The two-sided p-value of the pairs of rounds' log ratios against no change: Student's
+    t over them, less a burst's (a ratio more than half of log `burst` from their median; at
+    most k // 4 from each end, the pairs the sign rule lets disagree). The pairs, not the
+    repetitions, are the independent evidence where a machine's rounds differ by more than
+    their repetitions do; with one pair there is no spread to judge (None: the repetitions
+    alone, and the search takes one pair's verdict only beyond a burst's reach). A ratio
+    that is not finite (a round's median of 0) leaves it to the repetitions, as before."""
+    k = len(ratios)
+    if k < 2 or not all(map(math.isfinite, ratios)):
+        return None
+    middle, reach = median(ratios), math.log(burst) / 2
+    kept = sorted(ratios)
+    for _ in range(k // 4):
+        if kept[-1] - middle > reach:
+            kept.pop()
+        if middle - kept[0] > reach:
+            kept.pop(0)
+    centre, spread = fmean(kept), stdev(kept)
+    if spread == 0:
+        return 1.0 if centre == 0 else 0.0
+    t = centre / (spread / math.sqrt(len(kept)))
+    return float(2 * stats.t.sf(abs(t), len(kept) - 1))
 
 
 def rule(alpha: float) -> str:
     """`paired`'s verdict in words (an A/B try job's outcome says what judged its series)."""
     return ("pairs of rounds: the change is the median over the pairs of rounds of each "
             "pair's ratio (a burst on one round moves one pair); significant where the "
-            f"repetitions differ (Mann-Whitney p < {alpha:g}) and the pairs agree on the sign "
-            "(one in four may not)")
+            f"repetitions differ (Mann-Whitney p < {alpha:g}), the pairs' log ratios differ "
+            f"from no change (with two pairs or more: Student's t, p < {alpha:g}, less a "
+            "pair a 2x burst moved, one in four from each end at most; rounds vary more than "
+            "their repetitions) and the pairs agree on the sign (one in four may not)")
 
 
 def _middle(ratios: list[float]) -> float:
@@ -241,11 +285,11 @@ class Search:
             if (pair.differs(self.settings.alpha) and pair.split(self.span / 2)
                     and 0.5 <= log_change(pair.change) / self.span <= MOST):
                 base.state, base.culprit = CULPRIT, hi
-                base.magnitude, base.p_value = pair.change, pair.p_value
-                base.message = (f"{pair.change:+.1%} from its parent (Mann-Whitney p="
-                                f"{pair.p_value:.2g}, confirmed with {pair.rounds} fresh "
-                                f"interleaved round(s) each), of {ends.change:+.1%} over "
-                                "the range")
+                base.magnitude, base.p_value = pair.change, pair.p
+                base.message = (f"{pair.change:+.1%} from its parent (p={pair.p:.2g}, the "
+                                "larger of its repetitions' and its pairs of rounds', "
+                                f"confirmed with {pair.rounds} fresh interleaved round(s) "
+                                f"each), of {ends.change:+.1%} over the range")
                 return base
             again = [p for p in (lo, hi) if self.can_place(p)]
             if not again:
@@ -292,12 +336,12 @@ class Search:
                  f"{'worse' if self.worse else 'either way'} at {1 - alpha:.0%} confidence"
                  if none(shown) else f"unclear at the cap of {shown.rounds} pairs of rounds")
         return Outcome(NOT_REPRODUCED, (
-            f"the bad end is {shown.change:+.1%} from the good end (Mann-Whitney p="
-            f"{shown.p_value:.2g}, {shown.rounds} interleaved round(s) each"
+            f"the bad end is {shown.change:+.1%} from the good end (p={shown.p:.2g}, "
+            f"{shown.rounds} interleaved round(s) each"
             f"{'' if shown.agree else ', the rounds disagreeing'}, {bound}; "
             f"{sum(map(reproduces, seen))} of {len(seen)} comparison(s) worse): not worse by "
             f"{self.settings.min_change:.0%} or more at significance {alpha:g}"),
-            original_change=shown.change, p_value=shown.p_value, worse=self.observed,
+            original_change=shown.change, p_value=shown.p, worse=self.observed,
             verdicts={0: GOOD, self.n: GOOD})
 
     def upper(self, pair: Pair) -> float:
@@ -424,14 +468,14 @@ class Search:
         return base
 
     def spread(self, base: Outcome, pair: Pair, lo: int, hi: int, ends: Pair) -> Outcome:
-        base.state, base.magnitude, base.p_value = AMBIGUOUS, pair.change, pair.p_value
+        base.state, base.magnitude, base.p_value = AMBIGUOUS, pair.change, pair.p
         fractions = {p: self.fraction(p) for p in self.placed if p not in self.skipped}
         ordered = sorted(fractions)
         base.after = {b: a for a, b in zip(ordered, ordered[1:], strict=False)
                       if fractions[b] - fractions[a] >= CANDIDATE_SHARE} or {hi: lo}
         base.candidates = list(base.after)
         base.message = (f"no single commit carries half of the {ends.change:+.1%} change "
-                        f"(the last step, {pair.change:+.1%}, p={pair.p_value:.2g}, measured "
+                        f"(the last step, {pair.change:+.1%}, p={pair.p:.2g}, measured "
                         "again with fresh rounds): it is spread over the candidates (each "
                         "somewhere after the commit measured before it)")
         return base

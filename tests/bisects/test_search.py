@@ -240,13 +240,20 @@ def test_an_unclear_comparison_of_the_ends_adds_rounds_before_it_gives_up():
 
 def test_a_small_change_on_a_noisy_machine_is_not_given_up():
     """Rounds whose level varies by 7 % (a real machine): 20 seeds of a 1.2x change are
-    never "not reproduced" (4 were, each comparison of the ends stopping at two pairs near
-    no change) and never name a wrong culprit."""
+    "not reproduced" once at most (4 were, each comparison of the ends stopping at two pairs
+    near no change; one, seed 15, is now unclear at the cap of 6 pairs, its pairs' t
+    p=0.054, since the pairs of rounds are the evidence) and never name a wrong culprit."""
+    given_up = []
     for seed in range(20):
         outcome = search.bisect(FakeLab(step(15, 1.2), seed=seed, jitter=0.07), 23, 1,
                                 Settings())
-        assert outcome.state in (CULPRIT, AMBIGUOUS), (seed, outcome.message)
+        if outcome.state == NOT_REPRODUCED:
+            given_up.append(seed)
+            assert "unclear at the cap" in outcome.message, (seed, outcome.message)
+        else:
+            assert outcome.state in (CULPRIT, AMBIGUOUS), (seed, outcome.message)
         assert outcome.culprit in (None, 15), (seed, outcome.culprit)
+    assert len(given_up) <= 1, given_up
 
 
 def test_no_change_of_the_size_looked_for_ends_within_one_comparison():
@@ -286,3 +293,40 @@ def test_no_change_needs_its_upper_bound_below_the_change_looked_for():
     assert upper((-0.7, -0.69, -0.71)) < least
     assert upper((-0.7, -0.69, -0.71), worse=0) > least
     assert upper((0.0,)) == math.inf
+
+
+def test_the_pairs_of_rounds_are_the_evidence_where_rounds_vary():
+    """Repetitions of one round share its level: four pairs whose rounds vary as much as
+    their change have repetitions that differ (Mann-Whitney over all of them) but pairs
+    that do not (Student's t over their log ratios), so the comparison does not differ; four
+    steady pairs with one hit by a burst (left out) do."""
+    def rounds(levels):
+        rng = random.Random(3)
+        return [[level * rng.gauss(1, 0.03) for _ in range(6)] for level in levels]
+
+    varying = search.paired(0, 1, rounds([1.0, 1.0, 1.0, 1.0]), rounds([1.05, 1.2, 0.98, 1.1]))
+    assert varying.p_value < 0.05 and varying.agree
+    assert varying.p_rounds > 0.05 and not varying.differs(0.05)
+    steady = search.paired(0, 1, rounds([1.0, 1.0, 1.0, 1.0]), rounds([1.2, 1.21, 2.4, 1.19]))
+    assert steady.p_rounds < 0.05 and steady.differs(0.05)
+    assert search.paired(0, 1, rounds([1.0]), rounds([1.5])).p_rounds is None
+
+
+@pytest.mark.parametrize("factor,bursts,seed", [(1.2, 1 / 6, 1), (1.2, 1 / 6, 5),
+                                                (1.2, 1 / 6, 23), (1.2, 0.0, 25)])
+def test_rounds_that_vary_name_no_wrong_culprit(factor, bursts, seed):
+    """Rounds whose level varies by 10 %: seeds for which the Mann-Whitney over all the
+    repetitions alone named a wrong culprit (14, 14, 11, 18 for the culprit 15) are the
+    culprit, ambiguous or not reproduced."""
+    lab = FakeLab(step(15, factor), seed=seed, bursts=bursts, jitter=0.10)
+    outcome = search.bisect(lab, 23, 1, Settings())
+    assert outcome.culprit in (None, 15), (outcome.culprit, outcome.message)
+
+
+@pytest.mark.parametrize("seed", [9, 22])
+def test_rounds_that_vary_do_not_make_a_culprit_of_no_change(seed):
+    """The quiet range with rounds varying by 10 %: the old rule found the ends differing
+    and named commit 12 (seed 9) or 10 (seed 22, with bursts)."""
+    lab = FakeLab(lambda p: 1.0, seed=seed, bursts=1 / 6 if seed == 22 else 0.0, jitter=0.10)
+    outcome = search.bisect(lab, 12, 1, Settings())
+    assert outcome.culprit is None, outcome.message
