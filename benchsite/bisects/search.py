@@ -30,7 +30,9 @@ made (within `burst`, 2x, of its boundary) needs `same_rounds` pairs at least.
    below `min_change`); one pair of rounds near no change, or a significant change smaller
    than the one looked for, is unclear. A first comparison that shows none, or that
    reaches the cap of `max_rounds` pairs with its change below `min_change`, needs no
-   second look.
+   second look. Where none shows there is no change and the last reaches the cap with a
+   change of `min_change` or more that is not significant, the outcome is "ambiguous" (the
+   whole range its candidate): the ends neither reproduce the change nor rule it out.
 2. Binary search. Each commit is compared with both ends and placed between them (0: like
    the good end, 1: like the bad end, log scale); it is bad-like when both comparisons put
    it at least halfway (the good end's alone where it is more than a burst from halfway).
@@ -332,6 +334,17 @@ class Search:
             return min((pair for pair in seen if reproduces(pair)),
                        key=lambda pair: abs(log_change(pair.change)))
         shown = seen[-1]
+        if not any(map(none, seen)) and beyond(shown) >= 0:
+            # As large as the change looked for, yet not significant at the cap: the ends
+            # neither reproduce it nor rule it out (rounds vary too much on this worker).
+            return Outcome(AMBIGUOUS, (
+                f"the bad end is {shown.change:+.1%} from the good end, as much as the "
+                f"{self.settings.min_change:.0%} looked for, but not clearly (p={shown.p:.2g} "
+                f"after {shown.rounds} interleaved round(s) each, the cap; {len(seen)} "
+                "comparison(s)): neither reproduced nor ruled out; its rounds vary too much "
+                "on this worker: a quieter worker or more rounds would decide"),
+                candidates=[self.n], after={self.n: 0}, original_change=shown.change,
+                p_value=shown.p, worse=self.observed)
         bound = (f"at most {math.expm1(self.upper(shown)):+.1%} "
                  f"{'worse' if self.worse else 'either way'} at {1 - alpha:.0%} confidence"
                  if none(shown) else f"unclear at the cap of {shown.rounds} pairs of rounds")
