@@ -16,3 +16,9 @@ DATABASES.pop("replica", None)  # noqa: F405
 DATABASE_ROUTERS = []
 MIDDLEWARE = [name for name in MIDDLEWARE  # noqa: F405
               if name != "benchsite.replica.ReadFromReplica"]
+
+# Static files as before any `collectstatic`: plain names served from the apps' folders, even
+# in a checkout where perf/dashboard_latency.py or the Docker build collected hashed ones into
+# staticfiles/ (their manifest would rename what the pages link to).
+STATIC_ROOT = BASE_DIR / "var" / "tests-static"  # noqa: F405  (never collected into)
+WHITENOISE_USE_FINDERS = True
