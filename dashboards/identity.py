@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 
+import orjson
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
@@ -50,11 +51,19 @@ def identity_columns(series_ids) -> tuple[list[str], dict[int, list[str | None]]
     """The dimensions that differ between these series, as column titles, and each series'
     values of them: every series the rows show can be told apart (none is the same in all
     but one of them that is hidden)."""
-    fields = ("id", "model", *DIMENSIONS, "extra_info")
-    found = list(Series.objects.filter(id__in=series_ids).values_list(*fields))
+    fields = ("model", *DIMENSIONS, "extra_info")
+    # Series that differ only in their metric have the same values here: each distinct set
+    # is worked out once (a run's 4,608 series took 0.5 s one by one). Which columns differ
+    # depends on the distinct values only, not on how many series share them.
+    index_of: dict[int, int] = {}
+    distinct: dict[bytes, tuple] = {}
+    for pk, *values in Series.objects.filter(id__in=series_ids).values_list("id", *fields):
+        key = orjson.dumps(values, option=orjson.OPT_SORT_KEYS)
+        index_of[pk] = distinct.setdefault(key, (len(distinct), values))[0]
+    found = [values for _, values in distinct.values()]
     flat = [_flat(row[-1] or {}) for row in found]
-    candidates: dict[str, list] = {name: [_text(row[1 + i]) for row in found]
-                                   for i, name in enumerate(("model", *DIMENSIONS))}
+    candidates: dict[str, list] = {name: [_text(row[i]) for row in found]
+                                   for i, name in enumerate(fields[:-1])}
     for key in sorted({key for info in flat for key in info}):
         candidates[key] = [_text(info.get(key)) for info in flat]
     shown: dict[str, list] = {}
@@ -66,8 +75,8 @@ def identity_columns(series_ids) -> tuple[list[str], dict[int, list[str | None]]
         shown[name] = values
     shown.pop("model", None)  # always a column of its own
     columns = list(shown)
-    return columns, {row[0]: [shown[name][i] for name in columns]
-                     for i, row in enumerate(found)}
+    per_row = [[shown[name][i] for name in columns] for i in range(len(found))]
+    return columns, {pk: per_row[index] for pk, index in index_of.items()}
 
 
 EXTRA_KEY = re.compile(r"[A-Za-z0-9_.\-]+")
