@@ -112,6 +112,10 @@ def test_cuda_per_call_timing_flushes_l2_before_every_timed_call_behind_a_spin(m
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: log.append("sync"))
     monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: log.append("spin"))
     monkeypatch.setattr(gpu_blocks.TorchCuda, "flush_l2", lambda self: Buffer().zero_())
+    # A host clock that advances 1 us a reading: enqueueing these stand-ins takes far less
+    # than the spin, as on a GPU, where a loaded CI machine's real clock said otherwise.
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(gpu_blocks.TorchCuda, "host_time", lambda self: next(ticks) * 1e-6)
     settings = TimingSettings(samples=3, warmup_s=0.0, gpu_method="per_call",
                               min_gpu_block_s=0.001)
     result = timers.time_cuda(lambda: log.append("call"), settings)
