@@ -202,11 +202,8 @@ def recent_comparison(repo: str, base_sha: str, head_sha: str, *, fdr: float,
     version = ",".join(f"{pk}-{count}" for pk, count in runs.values_list("pk", "result_count"))
     key = hashlib.sha256(repr((repo, base_sha, head_sha, sorted(filters.items()), version,
                                rate)).encode()).hexdigest()
-    def compute() -> Comparison:
-        with gc_paused():
-            return _compare(repo, base_sha, head_sha, settings(), changes, filters, rate)
-
-    return RECENT.get_or_compute(key, compute)
+    return RECENT.get_or_compute(
+        key, lambda: _compare(repo, base_sha, head_sha, settings(), changes, filters, rate))
 
 
 def compare_commits(repo: str, base_sha: str, head_sha: str, *, settings: Settings,
@@ -217,8 +214,7 @@ def compare_commits(repo: str, base_sha: str, head_sha: str, *, settings: Settin
     discovery rate `fdr` (default: the settings' `compare_fdr`). Raises ValueError for an
     unknown filter or an unusable rate, CannotCompare for an unknown repo or commit."""
     base_sha, head_sha = resolve(repo, base_sha), resolve(repo, head_sha)
-    with gc_paused():
-        return _compare(repo, base_sha, head_sha, settings, changes, filters, fdr)
+    return _compare(repo, base_sha, head_sha, settings, changes, filters, fdr)
 
 
 @dataclass
@@ -233,7 +229,7 @@ class _Found:
     series: dict[int, _Series] = field(default_factory=dict)
     units: dict[int, str] = field(default_factory=dict)
     unstable: set[int] = field(default_factory=set)
-    run_shas: dict[int, str] = field(default_factory=dict)
+    run_ids: set[int] = field(default_factory=set)  # the runs with results
     head_runs_of: dict[int, set[int]] = field(default_factory=dict)  # the head's runs
 
     @property
@@ -257,6 +253,7 @@ class _Judged(NamedTuple):
     runs: int  # the head's runs
 
 
+@gc_paused()  # (a context manager used as a decorator: one section per call)
 def _compare(repo: str, base_sha: str, head_sha: str, settings: Settings, changes: Changes,
              filters: dict[str, str], fdr: float | None = None) -> Comparison:
     """`compare_commits` of two resolved shas: query, bucket, judge."""
@@ -267,7 +264,7 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: Settings, change
     branches = settings.branches_for(repo)
     runs = _commit_runs(repo, base_sha, head_sha)
     found = _bucket(_results(list(runs), filters), runs, head_sha)
-    base_runs, head_runs = _runs(found.run_shas, runs, base_sha, head_sha)
+    base_runs, head_runs = _runs(found.run_ids, runs, base_sha, head_sha)
     not_numeric = found.pass_fail | found.cells
     numeric = [pk for pk in found.series if pk not in not_numeric]
     histories = _baselines(numeric, base_runs, head_runs, branches, settings, changes)
@@ -349,24 +346,23 @@ def _bucket(rows: Iterable, runs: dict[int, tuple[str, datetime, str]], head_sha
             found.head_runs_of.setdefault(series_id, set()).add(run_id)
         if shaky in (True, "true", "True"):
             found.unstable.add(series_id)
-        found.run_shas[run_id] = sha
+        found.run_ids.add(run_id)
         if series_id not in found.series:
             found.series[series_id] = _Series(series_id, *fields)
             found.units[series_id] = unit or ""
     return found
 
 
-def _runs(run_shas: dict[int, str], runs: dict[int, tuple[str, datetime, str]], base_sha: str,
+def _runs(used: set[int], runs: dict[int, tuple[str, datetime, str]], base_sha: str,
           head_sha: str) -> tuple[dict[int, tuple[datetime, str]], dict[int, datetime]]:
-    """Of the runs with results (`run_shas`), the base's (time, branch) and the head's
-    (time)."""
+    """Of the runs with results (`used`), the base's (time, branch) and the head's (time)."""
     head_runs: dict[int, datetime] = {}
     base_runs: dict[int, tuple[datetime, str]] = {}
-    for run_id in run_shas:
-        _, at, branch = runs[run_id]
-        if run_shas[run_id] == head_sha and head_sha != base_sha:
+    for run_id in used:
+        sha, at, branch = runs[run_id]
+        if sha == head_sha and head_sha != base_sha:
             head_runs[run_id] = at
-        if run_shas[run_id] == base_sha:
+        if sha == base_sha:
             base_runs[run_id] = (at, branch)
     return base_runs, head_runs
 
