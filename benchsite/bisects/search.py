@@ -33,6 +33,8 @@ made (within `burst`, 2x, of its boundary) needs `same_rounds` pairs at least.
    second look. Where none shows there is no change and the last reaches the cap with a
    change of `min_change` or more that is not significant, the outcome is "ambiguous" (the
    whole range its candidate): the ends neither reproduce the change nor rule it out.
+   The range's change, which commits are placed against, is the middle of all the ends'
+   comparisons' pairs of rounds (`pooled`).
 2. Binary search. Each commit is compared with both ends and placed between them (0: like
    the good end, 1: like the bad end, log scale); it is bad-like when both comparisons put
    it at least halfway (the good end's alone where it is more than a burst from halfway).
@@ -41,11 +43,13 @@ made (within `burst`, 2x, of its boundary) needs `same_rounds` pairs at least.
    skip`): the nearest untested commit is measured instead.
 3. The last good-like and first bad-like commits are compared with each other with fresh
    rounds: a culprit when they differ in the regression's direction by at least half the
-   original change (in log scale, as the halfway point). A final pair that does not (a burst
-   can make a bad commit look good) sends both back to be placed again with fresh rounds,
-   and the search goes on from what they are then; only when they hold is the outcome
-   "ambiguous", listing the measured steps that carry part of the change; with skipped
-   commits between them, "ambiguous" names that range and says which were skipped.
+   original change (in log scale, as the halfway point); where p is not well below alpha,
+   compared once more and judged on both comparisons' pairs of rounds. A final pair that
+   does not (a burst can make a bad commit look good) sends both back to be placed again
+   with fresh rounds, and the search goes on from what they are then; only when they hold
+   is the outcome "ambiguous", listing the measured steps that carry part of the change;
+   with skipped commits between them, "ambiguous" names that range and says which were
+   skipped.
 
 A wrong culprit is worse than "ambiguous": every rule above errs toward the latter.
 Deterministic given the measurements, so a bisect whose worker died replays what was stored
@@ -69,6 +73,10 @@ CANDIDATE_SHARE = 0.25  # of the original change: a measured step that carries p
 PLAINLY = 0.15  # a commit this far on one side of halfway is placed without a significant test
 # A culprit's step, in spans of the range's change: more is a burst on its side, measured again.
 MOST = 1.5
+# A final pair with p at or above alpha x this is compared once more with fresh rounds and
+# judged on both comparisons' pairs: one comparison at alpha names a step between two
+# commits of one level (one misplaced) in about alpha of the bisects that get there.
+CLEARLY = 0.1
 
 
 class Skip(Exception):
@@ -225,6 +233,22 @@ def _middle(ratios: list[float]) -> float:
     return min(ordered[half - 1], ordered[half], key=abs)
 
 
+def pooled(pairs: list[Pair]) -> Pair:
+    """Comparisons of the same two commits as one: the change is the middle of all their
+    pairs of rounds' log ratios (`_middle`). A burst or a dip of one round moves one ratio
+    of many; the smallest of the comparisons' changes would follow a round that read the bad
+    commit fast or the good one slow (on a real machine: the 1.5x range's ends +48 % and
+    +23 %, the second with two of its four rounds of the bad end 20 % fast, so the
+    culprit's own +46 % step was taken for a burst, 2x the range's change)."""
+    if len(pairs) == 1:
+        return pairs[0]
+    ratios = tuple(ratio for pair in pairs for ratio in pair.ratios)
+    middle = _middle(list(ratios))
+    return Pair(pairs[0].a, pairs[0].b, math.expm1(middle) if math.isfinite(middle) else math.inf,
+                max(pair.p_value for pair in pairs), len(ratios), ratios,
+                all(pair.tested for pair in pairs), rounds_p(list(ratios)))
+
+
 def compare(lab: Lab, a: int, b: int, settings: Settings, clear, attempt: int = 0) -> Pair:
     """Pairs of rounds of `a` and `b` (a then b, then b then a, ...): one, then two, then
     doubling, until `clear(pair)` or `max_rounds` pairs."""
@@ -284,20 +308,29 @@ class Search:
             if between:
                 return self.skipped_range(base, lo, hi, between)
             pair = self.fresh(lo, hi, self.final_clear(ends))
-            if (pair.differs(self.settings.alpha) and pair.split(self.span / 2)
-                    and 0.5 <= log_change(pair.change) / self.span <= MOST):
+            twice = self.holds(pair) and pair.p >= self.settings.alpha * CLEARLY
+            if twice:  # only just significant: more fresh rounds, judged with the first
+                pair = pooled([pair, self.fresh(lo, hi, self.final_clear(ends))])
+            if self.holds(pair):
                 base.state, base.culprit = CULPRIT, hi
                 base.magnitude, base.p_value = pair.change, pair.p
                 base.message = (f"{pair.change:+.1%} from its parent (p={pair.p:.2g}, the "
                                 "larger of its repetitions' and its pairs of rounds', "
                                 f"confirmed with {pair.rounds} fresh interleaved round(s) "
-                                f"each), of {ends.change:+.1%} over the range")
+                                f"each{' in two comparisons' if twice else ''}), of "
+                                f"{ends.change:+.1%} over the range")
                 return base
             again = [p for p in (lo, hi) if self.can_place(p)]
             if not again:
                 return self.spread(base, pair, lo, hi, ends)
             for position in again:  # the final pair contradicts their verdicts: again
                 self.place(position)
+
+    def holds(self, pair: Pair) -> bool:
+        """Whether the final pair's step is the culprit's: significant, its pairs of rounds
+        past half the range's change, and not more than `MOST` of it (a burst)."""
+        return (pair.differs(self.settings.alpha) and pair.split(self.span / 2)
+                and 0.5 <= log_change(pair.change) / self.span <= MOST)
 
     def ends(self) -> Pair | Outcome:
         """The ends compared until two comparisons agree; an Outcome when they do not
@@ -330,9 +363,7 @@ class Search:
                 break  # more than a burst could make: no second look needed
             seen.append(self.fresh(0, self.n, clear))
         if sum(map(reproduces, seen)) >= 2 or (len(seen) == 1 and reproduces(first)):
-            # The smaller change of those that reproduce it: a burst only adds to one.
-            return min((pair for pair in seen if reproduces(pair)),
-                       key=lambda pair: abs(log_change(pair.change)))
+            return pooled(seen)
         shown = seen[-1]
         if not any(map(none, seen)) and beyond(shown) >= 0:
             # As large as the change looked for, yet not significant at the cap: the ends
