@@ -178,8 +178,7 @@ def paired(a: int, b: int, rounds_a: list[list[float]], rounds_b: list[list[floa
               for ra, rb in zip(rounds_a, rounds_b, strict=False) if ra and rb]
     if not ratios:
         raise Skip(f"no pair of rounds has values at both positions {a} and {b}")
-    middle = _middle(ratios)
-    change = math.expm1(middle) if math.isfinite(middle) else math.inf
+    change = _change(ratios)
     tested = min(len(va), len(vb)) >= MIN_REPETITIONS
     p = 1.0
     if tested:
@@ -233,6 +232,12 @@ def _middle(ratios: list[float]) -> float:
     return min(ordered[half - 1], ordered[half], key=abs)
 
 
+def _change(ratios: list[float]) -> float:
+    """The relative change the pairs of rounds' log ratios give: their middle."""
+    middle = _middle(ratios)
+    return math.expm1(middle) if math.isfinite(middle) else math.inf
+
+
 def pooled(pairs: list[Pair]) -> Pair:
     """Comparisons of the same two commits as one: the change is the middle of all their
     pairs of rounds' log ratios (`_middle`). A burst or a dip of one round moves one ratio
@@ -243,8 +248,7 @@ def pooled(pairs: list[Pair]) -> Pair:
     if len(pairs) == 1:
         return pairs[0]
     ratios = tuple(ratio for pair in pairs for ratio in pair.ratios)
-    middle = _middle(list(ratios))
-    return Pair(pairs[0].a, pairs[0].b, math.expm1(middle) if math.isfinite(middle) else math.inf,
+    return Pair(pairs[0].a, pairs[0].b, _change(list(ratios)),
                 max(pair.p_value for pair in pairs), len(ratios), ratios,
                 all(pair.tested for pair in pairs), rounds_p(list(ratios)))
 
