@@ -150,6 +150,19 @@ def read_run(records: list[dict[str, Any]]) -> dict[Key, Measured]:
     return {key: Measured(**cell) for key, cell in parts.items()}
 
 
+def time_split(records: list[dict[str, Any]]) -> str:
+    """Where a run's time went: its cells' wall time, compiling and timed calls (the rest of
+    a cell is eager runs, warm-up, graph capture and checks; outside the cells, start-up)."""
+    totals = {"cells": 0.0, "compiling": 0.0, "timed": 0.0}
+    for record in records:
+        extra = record["metric"].get("extra_info", {})
+        if record["metric"]["name"] == SPEEDUP_METRIC and "cell_wall_s" in extra:
+            totals["cells"] += extra["cell_wall_s"]
+            totals["compiling"] += extra["compile_s"]
+            totals["timed"] += extra["measured_s"]
+    return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in totals.items())
+
+
 def gpu_name(records: list[dict[str, Any]]) -> str:
     for record in records:
         for runner in record.get("runners", []):
@@ -605,6 +618,7 @@ def measure(args: argparse.Namespace, compile_mode: str | None, work: Path,
             walls[name] = process.wall_s
             report(f"  {name:7s} {process.wall_s:6.1f} s  exit {process.rc}  "
                    f"{len(records[name])} records  {process.last}")
+            report(f"          {time_split(records[name])}")
             if process.rc != 0:
                 report("    " + process.tail.replace("\n", "\n    "))
             if args.out:  # kept as it grows: a check stopped at its time limit still has it

@@ -223,9 +223,11 @@ def _compiled_builds(cell: QuantCell, sides: tuple[Any, Any],
             baseline, model = fresh_sides()
         compiled_baseline = _compile(baseline, cell.compile_mode)
         compiled = _compile(model, cell.compile_mode)
+        compiling = clock()
         with _fresh_caches(planned > 1):
             for side in (compiled_baseline, compiled):
                 side(data)  # compiles here, on the cell's budget, before a call is timed
+        result.compile_s += clock() - compiling
         what = "compiled" if planned == 1 else f"compiled (build {number})"
         builds.append(_paired(cell, what, lambda b=compiled_baseline: b(data),
                               lambda q=compiled: q(data), settings, deadline, result))

@@ -59,7 +59,10 @@ def _record(result: CellResult, context: RunContext, metric: dict[str, Any]) -> 
         per_run["timing_samples"] = result.settings.samples
     if result.notes:
         per_run["notes"] = "; ".join(result.notes)
-    if result.paired is not None:  # what the machine was doing while it measured
+    if result.paired is not None:  # where the cell's time went, and what else ran
+        per_run.update(cell_wall_s=round(result.wall_s, 2),
+                       compile_s=round(result.compile_s, 2),
+                       measured_s=round(result.measured_s, 2))
         per_run.update({f"load_avg_{when}": load for when, load in result.load_avg.items()
                         if load is not None})
     if result.gpu_state:

@@ -37,6 +37,7 @@ class CellResult:
     notes: list[str] = field(default_factory=list)
     settings: TimingSettings | None = None
     measured_s: float = 0.0  # time inside timed calls made for this cell
+    compile_s: float = 0.0  # time in the first calls of compiled models (their compiles)
     load_avg: dict[str, list[float] | None] = field(default_factory=dict)  # at start, end
     wall_s: float = 0.0
 

@@ -90,8 +90,13 @@ def test_times_keep_every_sample_and_the_speedup_every_pair(results, context):
     assert set(speedup_extra) <= {"unit", "compiled", "timing_samples", "notes", "speedup",
                                   "ci_low", "ci_high", "confidence", "pairs", "ci_target",
                                   "stopped_by", "unstable", "load_avg_start", "load_avg_end",
-                                  "timing_method", "calls_per_block"}
+                                  "timing_method", "calls_per_block", "cell_wall_s",
+                                  "compile_s", "measured_s"}
     assert speedup_extra["timing_method"] == "cpu_blocks"
+    # where the cell's time went: the timed calls are a part of its wall time; eager, nothing
+    # compiled
+    assert 0 < speedup_extra["measured_s"] <= speedup_extra["cell_wall_s"]
+    assert speedup_extra["compile_s"] == 0
     assert len(speedup_extra["load_avg_start"]) == 3  # the 1, 5 and 15 minute load
     assert by_name["SQNR (dB)"]["benchmark_values"] == [result.sqnr_db]
 
