@@ -21,8 +21,8 @@ OPTIONS = {
     "--budget": ("budget_s", "speedups: time budget for the pairs of one speedup, seconds"),
     "--min-pairs": ("min_pairs", "speedups: least interleaved pairs"),
     "--max-pairs": ("max_pairs", "speedups: most interleaved pairs"),
-    "--builds": ("builds", "compiled speedups: independent builds, each compiled afresh "
-                 "and timed (0: 2 on CUDA, 1 on CPU)"),
+    "--builds": ("builds", "headline speedups: independent builds, each made again (and "
+                 "compiled afresh) and timed (0: 2 eager, 2 compiled on CUDA, 1 on CPU)"),
     "--cell-budget": ("cell_budget_s", "wall time of one cell, compiles included, seconds"),
 }
 

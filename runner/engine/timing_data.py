@@ -79,9 +79,11 @@ class TimingSettings:
     budget_s: float = field(default=2.0, metadata=at_least(0))
     min_pairs: int = field(default=8, metadata=at_least(1))
     max_pairs: int = field(default=400, metadata=at_least(1))
-    # Compiled speedups: independent builds (a fresh compile of both models each), each
-    # measured in its own pairs and combined so that the interval covers what changes
-    # between builds (runner.engine.build_spread). 0 is automatic: 2 on CUDA, 1 on CPU.
+    # Headline speedups: independent builds (both models and the input made again in new
+    # memory, and compiled afresh where the cell compiles), each measured in its own pairs
+    # and combined so that the interval covers what changes between builds and processes
+    # (runner.engine.build_spread). 0 is automatic: 2 for an eager headline, 2 for a
+    # compiled one on CUDA, 1 compiled on CPU.
     builds: int = field(default=0, metadata=at_least(0))
     # A cell's wall time, compiles included: the timing of each speedup gets what is left,
     # and stops there, even before `min_pairs`.

@@ -48,7 +48,10 @@ logger = logging.getLogger(__name__)
 PROFILED_CALLS = 5
 MEMORY_HISTORY_ENTRIES = 100_000
 MB = 2**20
-CUDA_BUILDS = 2  # compiled builds per cell on CUDA when TimingSettings.builds is 0 (auto)
+# Builds of a cell's headline speedup when TimingSettings.builds is 0 (auto): eager, and
+# compiled on CUDA (one compiled build on CPU, where a compile costs seconds).
+EAGER_BUILDS = 2
+CUDA_BUILDS = 2
 SUSPECT_SPEEDUP = 0.1  # a quantized model at least 10x slower than bf16 is suspect
 SUSPECT_PROFILED_CALLS = 3
 TOP_KERNELS = 5
@@ -106,7 +109,7 @@ def _fail(result: CellResult, error: str) -> None:
 
 def _clear_measurements(result: CellResult) -> None:
     result.eager = result.compiled = None
-    result.builds = []
+    result.eager_builds, result.builds = [], []
     result.sqnr_db = result.peak_memory_mb = None
 
 
@@ -179,34 +182,52 @@ def _time_pairs(cell: QuantCell, sides: tuple[Any, Any],
                 fresh_sides: Callable[[], tuple[Any, Any]], data: torch.Tensor,
                 settings: TimingSettings, deadline: float, result: CellResult) -> Any:
     """Eager, then compiled when the cell compiles; the headline model (compiled or not).
-    The eager models ran once already (for the SQNR)."""
-    baseline, model = sides
-    result.eager = _paired(cell, "eager", lambda: baseline(data), lambda: model(data),
-                           settings, deadline, result)
+    The headline speedup is measured in independent builds (`_builds`): eager in
+    EAGER_BUILDS unless the cell compiles, compiled in CUDA_BUILDS on CUDA, one on CPU
+    (where a compile costs seconds); TimingSettings.builds sets both."""
+    eager_planned = 1 if cell.compile_mode else settings.builds or EAGER_BUILDS
+    eager, model = _builds(cell, "eager", sides, fresh_sides, data, eager_planned, settings,
+                           deadline, result)
+    result.eager = eager[0]
+    if eager_planned > 1:
+        result.eager_builds = eager
+        _note_disagreement(result.eager_combined, "eager", result)
     if not cell.compile_mode:
         return model
     planned = settings.builds or (CUDA_BUILDS if cell.device == "cuda" else 1)
-    builds, compiled = _compiled_builds(cell, sides, fresh_sides, data, planned, settings,
-                                        deadline, result)
+    builds, compiled = _builds(cell, "compiled", sides, fresh_sides, data, planned, settings,
+                               deadline, result, compile_mode=cell.compile_mode)
     result.compiled = builds[0]
     if planned > 1:
         result.builds = builds
-        note = result.compiled_combined.disagreement("compiled")
-        if note:
-            result.notes.append(note)
+        _note_disagreement(result.compiled_combined, "compiled", result)
     return compiled
 
 
-def _compiled_builds(cell: QuantCell, sides: tuple[Any, Any],
-                     fresh_sides: Callable[[], tuple[Any, Any]], data: torch.Tensor,
-                     planned: int, settings: TimingSettings, deadline: float,
-                     result: CellResult) -> tuple[list[PairedTiming], Any]:
-    """Up to `planned` builds, each a fresh compile of both sides and its own pairs; a build
-    after the first runs only when the last one's time is left. Builds differ in what a new
-    process would: the compiled code and its Triton configs (no inductor caches) and where
-    the weights lie in memory (a build after the first makes both models again; a suspect,
-    not yet measured, in the 1.5 % A/A bias that every build of two processes read on an
-    H100, perf/gpu_check.py). The builds' timings and the last compiled model."""
+def _note_disagreement(combined: Any, what: str, result: CellResult) -> None:
+    note = combined.disagreement(what)
+    if note:
+        result.notes.append(note)
+
+
+def _builds(cell: QuantCell, what: str, sides: tuple[Any, Any],
+            fresh_sides: Callable[[], tuple[Any, Any]], data: torch.Tensor, planned: int,
+            settings: TimingSettings, deadline: float, result: CellResult,
+            compile_mode: str | None = None) -> tuple[list[PairedTiming], Any]:
+    """Up to `planned` builds of one speedup, each timed in its own pairs; a build after the
+    first runs only when the last one's time is left. Builds differ in what a new process
+    would: where the weights and the input lie in memory (a build after the first makes
+    both models and the input again, while the earlier ones still hold theirs: on CPU a
+    bf16 linear of 16x256x256 read 4-11 % slower in some placements, and one spec's
+    int8dq cell 0.218x, 0.233x and 0.253x in three processes, each within +-2 %,
+    perf/gpu_check.py) and, compiled, the compiled code and its Triton configs (each build
+    compiles afresh without inductor's caches). The builds' timings and the last build's
+    headline model (compiled where `compile_mode`). The speedup's pairs are shared among its
+    builds (each gets 1/`planned` of `budget_s` and of `min_pairs`, at least LEAST_PAIRS), so
+    that more builds cost warm-ups and compiles, not more pairs."""
+    if planned > 1:
+        settings = replace(settings, budget_s=settings.budget_s / planned, min_pairs=max(
+            LEAST_PAIRS, math.ceil(settings.min_pairs / planned)))
     baseline, model = sides
     builds: list[PairedTiming] = []
     build_s = 0.0
@@ -214,25 +235,27 @@ def _compiled_builds(cell: QuantCell, sides: tuple[Any, Any],
         left = deadline - clock()
         if number > 1 and left < build_s:
             skipped = f"build {number}" if number == planned else f"builds {number}-{planned}"
-            result.notes.append(f"compiled {skipped} of {planned} skipped: {max(left, 0):.1f} s "
+            result.notes.append(f"{what} {skipped} of {planned} skipped: {max(left, 0):.1f} s "
                                 f"left of the cell budget, a build took {build_s:.1f} s")
             break
         started = clock()
         if number > 1:
-            torch._dynamo.reset()  # a fresh compile of both sides, as another process would
             baseline, model = fresh_sides()
-        compiled_baseline = _compile(baseline, cell.compile_mode)
-        compiled = _compile(model, cell.compile_mode)
-        compiling = clock()
-        with _fresh_caches(planned > 1):
-            for side in (compiled_baseline, compiled):
-                side(data)  # compiles here, on the cell's budget, before a call is timed
-        result.compile_s += clock() - compiling
-        what = "compiled" if planned == 1 else f"compiled (build {number})"
-        builds.append(_paired(cell, what, lambda b=compiled_baseline: b(data),
-                              lambda q=compiled: q(data), settings, deadline, result))
+            data = data.clone()
+        if compile_mode:
+            if number > 1:
+                torch._dynamo.reset()  # a fresh compile of both sides, as another process would
+            baseline, model = _compile(baseline, compile_mode), _compile(model, compile_mode)
+            compiling = clock()
+            with _fresh_caches(planned > 1):
+                for side in (baseline, model):
+                    side(data)  # compiles here, on the cell's budget, before a call is timed
+            result.compile_s += clock() - compiling
+        label = what if planned == 1 else f"{what} (build {number})"
+        builds.append(_paired(cell, label, lambda b=baseline, d=data: b(d),
+                              lambda q=model, d=data: q(d), settings, deadline, result))
         build_s = clock() - started
-    return builds, compiled
+    return builds, model
 
 
 def _paired(cell: QuantCell, what: str, baseline_call: Callable[[], object],

@@ -118,7 +118,7 @@ def _metrics(result: CellResult) -> list[dict[str, Any]]:
     ]
     if result.peak_memory_mb is not None:
         metrics.append(number_metric(QuantMetric.MEMORY, [result.peak_memory_mb], "MB"))
-    metrics.append(speedup_metric(QuantMetric.EAGER_SPEEDUP, result.eager))
+    metrics.append(_speedup(QuantMetric.EAGER_SPEEDUP, result.eager_combined))
     if result.compiled_combined is not None:
         metrics += [
             _speedup(QuantMetric.COMPILED_SPEEDUP, result.compiled_combined),

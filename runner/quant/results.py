@@ -23,6 +23,9 @@ class CellResult:
     # Every compiled build (a fresh compile of both sides each) when more than one was
     # planned (TimingSettings.builds); `compiled` is the first, whose times are recorded.
     builds: list[PairedTiming] = field(default_factory=list)
+    # The same for an eager headline (a cell that does not compile): every eager build,
+    # `eager` the first.
+    eager_builds: list[PairedTiming] = field(default_factory=list)
     sqnr_db: float | None = None  # quantized output against the high-precision output
     peak_memory_mb: float | None = None  # CUDA: peak allocated during a quantized forward
     flops: int | None = None  # of one forward pass
@@ -52,9 +55,14 @@ class CellResult:
         return BuildSpread(tuple(self.builds)) if self.builds else self.compiled
 
     @property
+    def eager_combined(self) -> PairedTiming | BuildSpread | None:
+        """The eager speedup: its builds combined when more than one was planned."""
+        return BuildSpread(tuple(self.eager_builds)) if self.eager_builds else self.eager
+
+    @property
     def headline(self) -> PairedTiming | BuildSpread | None:
         """The headline speedup's measurement (speedup, ci, pairs, unstable)."""
-        return self.compiled_combined if self.cell.compile_mode else self.eager
+        return self.compiled_combined if self.cell.compile_mode else self.eager_combined
 
     @property
     def baseline_eager(self) -> Timing | None:
@@ -82,8 +90,10 @@ class CellResult:
 
     @property
     def eager_speedup(self) -> float | None:
-        """The median of the interleaved pairs' ratios (runner.engine.paired)."""
-        return self.eager.speedup if self.eager else None
+        """The median of the interleaved pairs' ratios (runner.engine.paired), of every
+        build."""
+        combined = self.eager_combined
+        return combined.speedup if combined else None
 
     @property
     def compiled_speedup(self) -> float | None:
@@ -133,5 +143,6 @@ class CellResult:
         for key in ("eager", "compiled"):
             if values.get(key) is not None:
                 values[key] = PairedTiming.from_dict(values[key])
-        values["builds"] = [PairedTiming.from_dict(build) for build in values.get("builds", [])]
+        for key in ("builds", "eager_builds"):
+            values[key] = [PairedTiming.from_dict(build) for build in values.get(key, [])]
         return cls(**values)

@@ -38,9 +38,14 @@ def test_cpu_recipes_run_and_measure(cpu_results, recipe, min_sqnr):
     assert result.status == "ok", result.reason
     assert len(result.baseline_eager.samples_ms) == len(result.quantized_eager.samples_ms)
     assert len(result.quantized_eager.samples_ms) == 4 * result.eager.pairs
-    assert result.speedup == pytest.approx(statistics.median(result.eager.ratios))
-    low, high = result.eager.ci
+    # two eager builds (models and input made again), combined: every pair's ratio, and an
+    # interval holding both builds'
+    assert len(result.eager_builds) == 2 and result.eager is result.eager_builds[0]
+    ratios = [ratio for build in result.eager_builds for ratio in build.ratios]
+    assert result.speedup == pytest.approx(statistics.median(ratios))
+    low, high = result.headline.ci
     assert low <= result.speedup <= high
+    assert all(low <= build.ci[0] and build.ci[1] <= high for build in result.eager_builds)
     assert result.compiled_speedup is None and result.quantized_compiled is None
     assert result.sqnr_db > min_sqnr
     assert result.flops == 2 * 32 * 64 * 128
@@ -70,11 +75,14 @@ def test_the_baseline_is_timed_in_every_cell_interleaved_with_its_quantized_mode
 
     monkeypatch.setattr(execute, "measure_pair", measure_pair)
     results = run_spec([make_cell(q) for q in ("baseline", "int8wo", "float8wo")], FAST)
-    assert len(calls) == 3  # one paired measurement per eager cell, baseline included
+    assert len(calls) == 6  # one paired measurement per eager build, two a cell, baseline too
     for result in results:
-        assert result.eager.pairs >= 6
-        assert result.speedup == result.eager.speedup  # the median of the pairs' ratios
-        assert len(result.baseline_eager.samples_ms) == 4 * result.eager.pairs
+        for build in result.eager_builds:
+            assert build.pairs >= 6
+            assert len(build.baseline.samples_ms) == 4 * build.pairs
+        # the median of both builds' pairs' ratios
+        assert result.speedup == statistics.median(
+            [ratio for build in result.eager_builds for ratio in build.ratios])
 
 
 def test_a_speedup_whose_interval_stays_wide_is_marked_unstable(make_cell, monkeypatch,
@@ -88,14 +96,14 @@ def test_a_speedup_whose_interval_stays_wide_is_marked_unstable(make_cell, monke
     monkeypatch.setattr(execute, "measure_pair", lambda *args: wide)
     result = run_cell(make_cell("int8wo"), FAST)
     assert result.status == "ok" and result.unstable
-    assert result.notes[0].startswith("unstable eager speedup: 95% CI ±")
+    assert result.notes[0].startswith("unstable eager (build 1) speedup: 95% CI ±")
     headline = _records(result)[0]["metric"]
     assert headline["name"] == "Fwd Speedup (x)"
-    assert headline["benchmark_values"] == list(wide.ratios)
+    assert headline["benchmark_values"] == list(wide.ratios) * 2  # both builds
     assert headline["extra_info"]["unstable"] is True
     assert headline["extra_info"]["stopped_by"] == "budget"
     assert (headline["extra_info"]["ci_low"], headline["extra_info"]["ci_high"]) == wide.ci
-    assert "unstable eager speedup" in headline["extra_info"]["notes"]
+    assert "unstable eager (build 2) speedup" in headline["extra_info"]["notes"]
 
     cell = {**make_cell("int8wo").to_dict(), "output_dir": "inference"}  # under tmp_path
     outcome = run_family(cell, {}, {}, _context(), tmp_path)

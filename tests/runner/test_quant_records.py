@@ -80,18 +80,24 @@ def test_times_keep_every_sample_and_the_speedup_every_pair(results, context):
     assert quantized["extra_info"]["unit"] == "ms"
     assert quantized["extra_info"]["median"] == result.quantized_eager.median_ms
     assert quantized["target_value"] == 0.0
-    assert by_name["Fwd Speedup (x)"]["benchmark_values"] == list(result.eager.ratios)
+    # the eager headline in two builds: every pair's ratio of both, the hull of their intervals
+    first, second = result.eager_builds
+    assert by_name["Fwd Speedup (x)"]["benchmark_values"] == [*first.ratios, *second.ratios]
     speedup_extra = by_name["Fwd Speedup (x)"]["extra_info"]
-    low, high = result.eager.ci
+    low, high = min(first.ci[0], second.ci[0]), max(first.ci[1], second.ci[1])
     assert speedup_extra.items() >= {
         "unit": "x", "compiled": False, "timing_samples": 3, "speedup": result.speedup,
-        "ci_low": low, "ci_high": high, "confidence": 0.95, "pairs": result.eager.pairs,
-        "ci_target": 0.02, "unstable": result.unstable}.items()
+        "ci_low": low, "ci_high": high, "confidence": 0.95,
+        "pairs": first.pairs + second.pairs, "ci_target": 0.02,
+        "unstable": result.unstable}.items()
+    assert [build["speedup"] for build in speedup_extra["builds"]] == [first.speedup,
+                                                                        second.speedup]
     assert set(speedup_extra) <= {"unit", "compiled", "timing_samples", "notes", "speedup",
                                   "ci_low", "ci_high", "confidence", "pairs", "ci_target",
                                   "stopped_by", "unstable", "load_avg_start", "load_avg_end",
                                   "timing_method", "calls_per_block", "cell_wall_s",
-                                  "compile_s", "measured_s"}
+                                  "compile_s", "measured_s", "builds", "builds_disagree"}
+    assert by_name["Eager Speedup (x)"]["extra_info"]["speedup"] == result.speedup
     assert speedup_extra["timing_method"] == "cpu_blocks"
     # where the cell's time went: the timed calls are a part of its wall time; eager, nothing
     # compiled
