@@ -39,7 +39,8 @@ Exit status: 0 when every judged target passes, 1 otherwise, 2 on a usage error.
 cells, wall times), records.json (every run's records) and torchao.csv (its runner's CSV).
 Budget: on one H100, 359 s with torchao's runner (88 s of it) and 326 s without, builds
 compiled afresh (ARCHITECTURE.md, "GPU timing on an H100"); --budget lowers the seconds per
-speedup. About 80 s on a quiet 2-CPU machine, 4 minutes with torchao's runner.
+speedup. About 85 s on a quiet 2-CPU machine (eager cells in two builds since
+2026-11-28; 60 s before), 4 minutes with torchao's runner.
 """
 
 from __future__ import annotations

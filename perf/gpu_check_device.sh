@@ -18,6 +18,14 @@
 # Optional, for (c): torchao's runner is in its source tree, not in the wheel. Copy a torchao
 # checkout's benchmarks/ folder (a package: benchmarks/__init__.py,
 # benchmarks/microbenchmarks/...) to .torchao/benchmarks; without it the check says "not importable" and skips that target.
+# Rebuilt from pytorch/ao on 2026-11-28 for torchao 0.18 (no checkout at hand): benchmark_runner.py
+# @0f6b34f, utils.py @00ee982, profiler.py @48a0957, benchmark_inference.py of PR #2613 with
+# its four result attributes renamed to utils.py's (baseline_model_eager_*, ...; else every
+# time reads 0.0), and one fix: it compiled the cached baseline in place, so the first recipe
+# of every shape failed on torch >= 2.11 ("function marked as skipped ...
+# OptimizedModule.__call__"); the compiled baseline is now a name of its own. Its runner
+# lists no baseline row unless `baseline` is a recipe, and times with
+# torch.utils.benchmark.Timer (100 warm-up, 100 timed calls, host-timed).
 #
 # Then, through the device tool (one call; the check itself stops itself at 9.5 minutes):
 #   run(command="bash perf/gpu_check_device.sh", carry=[".whl", ".torchao"], timeout_s=600)
