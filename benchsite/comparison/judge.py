@@ -65,7 +65,10 @@ class Rules:
     alpha: float = 0.05  # Mann-Whitney level, with 4+ repetitions a side
 
 
-@dataclass(frozen=True)
+# Verdicts, baselines and rows are made by the ten thousand per comparison: slotted and
+# not frozen, since a frozen dataclass's __init__ sets each field through
+# object.__setattr__ (a Verdict 1.45 us against 0.27 us; 18,800 series a comparison).
+@dataclass(slots=True)
 class Verdict:
     state: str
     rule: str  # which rule decided, in words
@@ -79,7 +82,7 @@ class Verdict:
     held: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Baseline:
     """What a series' history up to a commit says: its level (the median of the points
     since its latest recorded change; None without any), the relative noise of one point
