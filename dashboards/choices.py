@@ -3,7 +3,7 @@ results."""
 
 from __future__ import annotations
 
-from benchsite.results.models import RunSummary, Series
+from benchsite.results.models import RunSummary, Series, SummarySlice
 
 
 def series_options(columns: tuple[str, ...], **filters) -> dict[str, list[str]]:
@@ -21,8 +21,18 @@ def repos_and_benchmarks(repo: str | None = None) -> tuple[list[str], list[str]]
             sorted({b for r, b in pairs if repo is None or r == repo}))
 
 
+def slice_choices(column: str, **filters) -> list[str]:
+    """Distinct values of a slice column (repo, branch or a RunSummary group column) among
+    every run's slices matching `filters`: from `SummarySlice`, which holds each slice once
+    however long the history."""
+    values = (SummarySlice.objects.filter(**filters)
+              .order_by().values_list(column, flat=True).distinct())
+    return sorted(values)
+
+
 def summary_choices(column: str, **filters) -> list[str]:
-    """Distinct values of a RunSummary column among the summaries matching `filters`."""
+    """Distinct values of a RunSummary column among the summaries matching `filters` (a
+    commit's: `run__head_sha`; every run's are `slice_choices`)."""
     values = (RunSummary.objects.filter(**filters)
               .order_by().values_list(column, flat=True).distinct())
     return sorted(value for value in values if value is not None)

@@ -22,7 +22,7 @@ from benchsite import dates
 from benchsite.regressions.models import DetectionSettings
 from benchsite.results.models import Series
 from dashboards import families
-from dashboards.choices import repos_and_benchmarks, summary_choices
+from dashboards.choices import repos_and_benchmarks, slice_choices
 from dashboards.state import RANGES, State, not_one_of
 
 ALL = "all"  # a filter's "no filter" choice where the default is one value (the busiest device)
@@ -187,14 +187,14 @@ class BranchAndDevice:
         return self.BENCHMARK or values["benchmark"]
 
     def options_branch(self, values):
-        return pairs(summary_choices("branch", repo=values["repo"],
+        return pairs(slice_choices("branch", repo=values["repo"],
                                      benchmark=self.benchmark_of(values)))
 
     def default_branch(self, values, choices):
         return default_branch(values["repo"], choices)
 
     def options_arch(self, values):
-        return pairs(summary_choices("arch", repo=values["repo"], branch=values["branch"],
+        return pairs(slice_choices("arch", repo=values["repo"], branch=values["branch"],
                                      benchmark=self.benchmark_of(values)))
 
     def default_arch(self, values, choices):

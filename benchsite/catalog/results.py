@@ -2,7 +2,8 @@
 where a config's latest results are. Data only: the pages make links of it.
 
 Both read RunSummary (one row per run and slice, with the log-sum for geomeans), so they
-never scan results: a recipe's speedup on a device is the geomean over shapes of its latest
+never scan results (and the newest runs are found from `SummarySlice`, not by scanning every
+run's summaries): a recipe's speedup on a device is the geomean over shapes of its latest
 run there, like the quantization page's geomean table.
 """
 
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.db.models import Max, Q
+from django.db.models import Q
 
 from benchsite.catalog.models import BenchmarkConfig
-from benchsite.results.models import RunSummary
+from benchsite.results.ingest.summaries import SLICE
+from benchsite.results.models import RunSummary, SummarySlice
 from runner.contract.names import QUANT_BENCHMARK, QuantMetric
 
 PREFERRED_MODE = "max-autotune"  # the quantization page's default compile mode
@@ -42,12 +45,17 @@ class Speedup:
 def latest_speedups() -> dict[str, dict[str, Speedup]]:
     """recipe label -> device (its arch, else its type) -> the latest geomean speedup."""
     speedups_of = {"benchmark": QUANT_BENCHMARK, "metric": QuantMetric.SPEEDUP}
-    latest = (RunSummary.objects.filter(**speedups_of)
-              .values("dtype", "device", "arch").annotate(at=Max("timestamp")).order_by())
+    slices = list(SummarySlice.objects.filter(**speedups_of).values())
+    newest: dict[tuple[str, str, str], datetime] = {}
+    for row in slices:
+        key = (row["dtype"], row["device"], row["arch"])
+        newest[key] = max(newest.get(key, row["last_at"]), row["last_at"])
+    # The summaries of the newest runs are those of the slices whose newest run it is, read
+    # by repo, benchmark, metric and time (an index), never by scanning every run's.
     groups = Q()
-    for row in latest:
-        groups |= Q(dtype=row["dtype"], device=row["device"], arch=row["arch"],
-                    timestamp=row["at"])
+    for row in slices:
+        if row["last_at"] == newest[row["dtype"], row["device"], row["arch"]]:
+            groups |= Q(**{column: row[column] for column in SLICE}, timestamp=row["last_at"])
     if not groups:
         return {}
     best: dict[tuple[str, str], RunSummary] = {}

@@ -11,7 +11,7 @@ from django.db.models.functions import Trunc
 from benchsite.results import environment_marks
 from benchsite.results.models import RunSummary
 from dashboards import charts
-from dashboards.choices import series_options, summary_choices
+from dashboards.choices import series_options, slice_choices
 from dashboards.filters import (
     ALL,
     AnyBenchmark,
@@ -69,7 +69,7 @@ class TrendFilters(AnyBenchmark, TimeRange):
         return headline_metric(values["benchmark"], choices)
 
     def options_arch(self, values):
-        archs = summary_choices("arch", repo=values["repo"], benchmark=values["benchmark"],
+        archs = slice_choices("arch", repo=values["repo"], benchmark=values["benchmark"],
                                 branch=values["branch"])
         return [(ALL, "all devices, a line each"), *pairs(archs)]
 

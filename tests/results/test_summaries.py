@@ -2,10 +2,11 @@ import json
 import math
 
 from django.core.management import call_command
+from django.db.models import Max
 
-from benchsite.results.ingest import store_upload
-from benchsite.results.ingest.summaries import resummarize_runs
-from benchsite.results.models import Run, RunSummary
+from benchsite.results.ingest import delete_uploads, store_upload
+from benchsite.results.ingest.summaries import SLICE, resummarize_runs
+from benchsite.results.models import Run, RunSummary, SummarySlice
 from tests.results.samples import INDUCTOR_ACCURACY, META, TORCHAO, record
 
 
@@ -75,3 +76,42 @@ def test_summaries_are_found_by_the_runs_exact_timestamp(db):
     assert RunSummary.objects.filter(timestamp__gte=run.timestamp, run=run).exists()
     call_command("rederive_uploads", str(upload.pk))
     assert RunSummary.objects.filter(timestamp=run.timestamp).count() == 1
+
+
+def slices():
+    return {(s.repo, s.branch, s.dtype, s.metric, s.last_at.timestamp())
+            for s in SummarySlice.objects.all()}
+
+
+def test_slices_are_kept_with_the_summaries_and_their_newest_run(db):
+    """Each repo, branch and slice once, with the newest run's time: an older run uploaded
+    later does not move it back."""
+    store([speedup("a", 2.0), accuracy("m1", "pass")])
+    newer = {**META, "head_sha": "b" * 40, "timestamp": META["timestamp"] + 86400}
+    store_upload(json.dumps([speedup("a", 3.0)]).encode(), metadata=newer)
+    older = {**META, "head_sha": "c" * 40, "timestamp": META["timestamp"] - 86400}
+    store_upload(json.dumps([speedup("b", 1.0)]).encode(), metadata=older)
+    store_upload(json.dumps([speedup("a", 1.0)]).encode(),
+                 metadata={**META, "head_branch": "dev", "head_sha": "d" * 40})
+    assert slices() == {
+        ("pytorch/ao", "main", "int8wo", "Fwd Speedup (x)", META["timestamp"] + 86400),
+        ("pytorch/ao", "main", "amp", "accuracy", META["timestamp"]),
+        ("pytorch/ao", "dev", "int8wo", "Fwd Speedup (x)", META["timestamp"]),
+    }
+    rebuilt = set(RunSummary.objects.values_list(*SLICE).annotate(Max("timestamp")))
+    assert set(SummarySlice.objects.values_list(*SLICE, "last_at")) == rebuilt
+
+
+def test_deleting_uploads_takes_their_slices_and_newest_times_back(db):
+    first = store([speedup("a", 2.0), accuracy("m1", "pass")])
+    newer = {**META, "head_sha": "b" * 40, "timestamp": META["timestamp"] + 86400}
+    second = store_upload(json.dumps([speedup("a", 3.0)]).encode(), metadata=newer).upload
+    dev = store_upload(json.dumps([speedup("a", 1.0)]).encode(),
+                       metadata={**META, "head_branch": "dev", "head_sha": "d" * 40}).upload
+    delete_uploads([second.pk, dev.pk])
+    assert slices() == {
+        ("pytorch/ao", "main", "int8wo", "Fwd Speedup (x)", META["timestamp"]),
+        ("pytorch/ao", "main", "amp", "accuracy", META["timestamp"]),
+    }
+    delete_uploads([first.pk])
+    assert not SummarySlice.objects.exists()

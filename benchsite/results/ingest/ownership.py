@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from django.db import transaction
 from django.db.models import Count, Min
 
-from benchsite.results.ingest.summaries import resummarize_runs
+from benchsite.results.ingest.summaries import refresh_slices, resummarize_runs
 from benchsite.results.models import Result, Run, Upload
 
 
@@ -25,6 +25,8 @@ def delete_uploads(upload_ids: Iterable[int]) -> int:
         mine = Result.objects.filter(upload_id__in=ids)
         touched = set(mine.values_list("run_id", flat=True).distinct())
         created = set(Run.objects.filter(upload_id__in=ids).values_list("pk", flat=True))
+        branches = set(Run.objects.filter(pk__in=touched | created)
+                       .values_list("repo", "head_branch"))
         mine.delete()
         left = {row["run_id"]: row for row in
                 Result.objects.filter(run_id__in=touched | created).values("run_id")
@@ -36,5 +38,6 @@ def delete_uploads(upload_ids: Iterable[int]) -> int:
                 changes["upload_id"] = row["owner"]
             Run.objects.filter(pk=run_id).update(**changes)
         resummarize_runs(sorted(left))
+        refresh_slices(branches)
         _, deleted = Upload.objects.filter(pk__in=ids).delete()
     return deleted.get(Upload._meta.label, 0)

@@ -1,9 +1,11 @@
 """Run summaries (`RunSummary`): one row per run and model-less slice, what the trends and
-recipes pages read instead of results.
+recipes pages read instead of results; and the slices themselves (`SummarySlice`: one row per
+repo, branch and slice, with its newest run's time), what pickers offer.
 
 Ingestion adds each upload's totals, computed from the batch it already holds (one small
-upsert, no re-reading of the rows just written); `resummarize_runs` rebuilds runs' summaries
-from their stored results with the same arithmetic.
+upsert, no re-reading of the rows just written), and its slices; `resummarize_runs` rebuilds
+runs' summaries from their stored results with the same arithmetic, and `refresh_slices`
+the slices of repos and branches whose runs went.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import operator
 from datetime import UTC, datetime
 
 from django.db import connection
+from django.db.models import Max
 
 from benchsite.results.ingest.normalize import Batch
-from benchsite.results.models import Result, Run, RunSummary
+from benchsite.results.models import Result, Run, RunSummary, SummarySlice
 
 # Accuracy results that count as a pass, as the PyTorch HUD counts them.
 PASS_VALUES = ("pass", "pass_due_to_skip", "eager_variation")
@@ -89,3 +92,38 @@ def _upsert(rows: list[tuple]) -> None:
     adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
         cursor.executemany(sql, [(*row[:3], adapt(row[3]), *row[4:]) for row in rows])
+    _upsert_slices(rows)
+
+
+SLICE = ("repo", "branch", *GROUP)
+
+
+def _upsert_slices(rows: list[tuple]) -> None:
+    """Add the slices of summary rows (as `_upsert` takes them), each keeping its newest
+    run's time."""
+    newest: dict[tuple, datetime] = {}
+    for row in rows:
+        key = (*row[1:3], *row[4:4 + len(GROUP)])
+        if key not in newest or row[3] > newest[key]:
+            newest[key] = row[3]
+    if not newest:
+        return
+    table = SummarySlice._meta.db_table
+    latest = "GREATEST" if connection.vendor == "postgresql" else "max"  # SQLite's max(a, b)
+    sql = (f"INSERT INTO {table} ({', '.join(SLICE)}, last_at) "
+           f"VALUES ({', '.join(['%s'] * (len(SLICE) + 1))}) "
+           f"ON CONFLICT ({', '.join(SLICE)}) DO UPDATE SET "
+           f"last_at = {latest}({table}.last_at, excluded.last_at)")
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, [(*key, adapt(at)) for key, at in newest.items()])
+
+
+def refresh_slices(branches: set[tuple[str, str]]) -> None:
+    """Rebuild the slices of these (repo, branch) pairs from their summaries: after runs or
+    their results went, a slice left with no run goes, and a newest time may be earlier."""
+    for repo, branch in branches:
+        SummarySlice.objects.filter(repo=repo, branch=branch).delete()
+        rows = (RunSummary.objects.filter(repo=repo, branch=branch).values(*SLICE)
+                .annotate(last_at=Max("timestamp")).order_by())
+        SummarySlice.objects.bulk_create(SummarySlice(**row) for row in rows)

@@ -25,7 +25,7 @@ from django.utils import timezone
 from benchsite.results.ingest import mixed, parse
 from benchsite.results.ingest.normalize import Batch
 from benchsite.results.ingest.store import store_for
-from benchsite.results.ingest.summaries import resummarize_runs
+from benchsite.results.ingest.summaries import refresh_slices, resummarize_runs
 from benchsite.results.models import Run, Upload, UploadToken
 from benchsite.results.signals import upload_stored
 
@@ -132,6 +132,8 @@ def rederive(upload: Upload) -> int:
         affected = {run_id for run_id, _ in stale}
         affected.update(upload.results.values_list("run_id", flat=True).distinct())
         resummarize_runs(sorted(affected))
+        refresh_slices(set(Run.objects.filter(pk__in=affected)
+                           .values_list("repo", "head_branch")))
         upload.record_count = len(batch.results)
         upload.repos = sorted(batch.repos)
         upload.save(update_fields=["record_count", "repos"])
