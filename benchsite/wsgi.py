@@ -1,9 +1,12 @@
 import gc
 import importlib
 import os
+from pathlib import Path
 
+from django.apps import apps
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
+from django.template import engines
 from django.urls import get_resolver
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchsite.settings")
@@ -21,7 +24,21 @@ def _compile_reverse(resolver) -> None:
         _compile_reverse(namespace)
 
 
+
+
+def _compile_templates() -> None:
+    """Compile the site's own templates (the admin's are left to their first use): a page's
+    first render compiled those it used (the dashboards' 27 take about 0.1 s)."""
+    ours = [Path(config.path) / "templates" for config in apps.get_app_configs()
+            if config.name.split(".")[0] in ("benchsite", "dashboards")]
+    for engine in engines.all():
+        for root in [*engine.dirs, *ours]:
+            for template in Path(root).rglob("*.html"):
+                engine.get_template(template.relative_to(root).as_posix())
+
+
 _compile_reverse(get_resolver())
+_compile_templates()
 # What is loaded now lives as long as the process: out of the garbage collector's sight, its
 # collections walk only what requests make (a whole-repo comparison ran 20 % faster), and
 # forked workers do not copy these pages by touching their objects' GC headers.
