@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -54,7 +55,7 @@ from benchsite.comparison.judge import (
 )
 from benchsite.comparison.outcomes import passes, text
 from benchsite.gc_pause import gc_paused
-from benchsite.results.models import Result, Run, Series
+from benchsite.results.models import Result, Run, Series, run_spans
 from runner.contract.status import FAILED, STATUS_METRIC
 
 
@@ -263,8 +264,10 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: Settings, change
     if unknown:
         raise ValueError(f"unknown filter(s) {unknown}: use {list(FILTERS)}")
     branches = settings.branches_for(repo)
-    runs = _commit_runs(repo, base_sha, head_sha)
-    found = _bucket(_results(list(runs), filters), runs, head_sha)
+    commit_runs = list(Run.objects.filter(repo=repo, head_sha__in=[base_sha, head_sha]).only(
+        "pk", "head_sha", "timestamp", "last_timestamp", "head_branch"))
+    runs = {run.pk: (run.head_sha, run.timestamp, run.head_branch) for run in commit_runs}
+    found = _bucket(_results(run_spans(commit_runs), filters), runs, head_sha)
     base_runs, head_runs = _runs(found.run_ids, runs, base_sha, head_sha)
     not_numeric = found.pass_fail | found.cells
     numeric = [pk for pk in found.series if pk not in not_numeric]
@@ -282,15 +285,6 @@ def _compare(repo: str, base_sha: str, head_sha: str, settings: Settings, change
     return Comparison(repo, base_sha, head_sha, branches, compared, fdr, environment)
 
 
-def _commit_runs(repo: str, base_sha: str, head_sha: str) -> dict[int, tuple[str, datetime, str]]:
-    """The two commits' runs by id: (sha, time, branch). Read before their results, which
-    are then found by run id (the (run, series) index): joined to the runs instead, the
-    planner scanned the whole results table (290 ms at 1M results, growing with it)."""
-    return {pk: (sha, at, branch) for pk, sha, at, branch in Run.objects.filter(
-        repo=repo, head_sha__in=[base_sha, head_sha]).values_list(
-        "pk", "head_sha", "timestamp", "head_branch")}
-
-
 # `_results` on PostgreSQL: the same rows as the ORM's query, decoded by psycopg in C (the
 # ORM's per-row converters of the JSON and float-array columns took 0.2 s of 0.3 s for the
 # 37,600 results of an alert group's range).
@@ -299,26 +293,35 @@ SELECT r.series_id, r.run_id, r.value, r.values, r.string_values, r.extra_info -
        r.extra_info ->> 'unstable', r.extra_info ->> 'error',
        {", ".join(f"s.{name}" for name in FILTERS)}
 FROM {Result._meta.db_table} r JOIN {Series._meta.db_table} s ON s.id = r.series_id
-WHERE r.run_id = ANY(%s) AND (r.value IS NOT NULL OR r.string_values IS NOT NULL)
+WHERE ({{spans}}) AND (r.value IS NOT NULL OR r.string_values IS NOT NULL)
 """
+# A span of runs (results.models.run_spans): their ids and their results' times.
+SPAN_SQL = 'r.run_id = ANY(%s) AND r."timestamp" BETWEEN %s AND %s'
 
 
-def _results(run_ids: list[int], filters: dict[str, str]) -> Iterable:
+def _results(spans: list[tuple[list[int], datetime, datetime]],
+             filters: dict[str, str]) -> Iterable:
     """Numeric results, and the string results of pass/fail series (accuracy) and cell
-    statuses, of these runs in one query: (series id, run id, value, values, string
-    values, unit, unstable, error, *the series' FILTERS fields)."""
+    statuses, of the runs of these spans (run ids, their results' times) in one query:
+    (series id, run id, value, values, string values, unit, unstable, error, *the
+    series' FILTERS fields). The runs were read first, so that their results are found
+    by run id (the (run, series) index): joined to the runs instead, the planner scanned
+    the whole results table (290 ms at 1M results, growing with it)."""
     wanted = {name: value for name, value in filters.items() if value}  # names: FILTERS
+    if not spans:
+        return []
     if connection.vendor == "postgresql":
         connection.ensure_connection()
         with psycopg.Cursor(connection.connection) as cursor:
             # (JSON decoded here, by orjson: Django's connection leaves it as text for its
             # fields, and psycopg's own loader calls the json module)
             set_json_loads(orjson.loads, cursor)
-            cursor.execute(RESULTS_SQL + "".join(f" AND s.{name} = %s" for name in wanted),
-                           [run_ids, *wanted.values()])
+            sql = RESULTS_SQL.format(spans=" OR ".join(f"({SPAN_SQL})" for _ in spans))
+            cursor.execute(sql + "".join(f" AND s.{name} = %s" for name in wanted),
+                           [*itertools.chain.from_iterable(spans), *wanted.values()])
             return cursor.fetchall()
-    return (Result.objects
-            .filter(run_id__in=run_ids, **{f"series__{name}": value
+    return (Result.objects.of_spans(spans)
+            .filter(**{f"series__{name}": value
                                            for name, value in wanted.items()})
             .exclude(value__isnull=True, string_values__isnull=True)
             .annotate(unit=KeyTextTransform("unit", "extra_info"),

@@ -429,8 +429,8 @@ def missing_metrics(run: Run) -> list[Regression]:
                 .order_by("-timestamp", "-id").first())
     if previous is None:
         return []
-    now = dict(Result.objects.filter(run=run).values_list("series_id", "series__benchmark"))
-    before = dict(Result.objects.filter(run=previous)
+    now = dict(Result.objects.of_run(run).values_list("series_id", "series__benchmark"))
+    before = dict(Result.objects.of_run(previous)
                   .values_list("series_id", "series__benchmark"))
     benchmarks = set(now.values())
     gone = [pk for pk, benchmark in before.items() if pk not in now and benchmark in benchmarks]
@@ -472,8 +472,7 @@ def detect_runs(runs: Iterable[Run], settings: DetectionSettings | None = None,
         if run.head_branch not in settings.branches_for(run.repo):
             continue  # a pull request's or another branch's run: compared, never detected
         key = run.repo, run.head_branch
-        by_branch[key].update(Result.objects.filter(run=run).values_list("series_id",
-                                                                         flat=True))
+        by_branch[key].update(Result.objects.of_run(run).values_list("series_id", flat=True))
         oldest[key] = min(oldest.get(key, run.timestamp), run.timestamp)
         created += missing_metrics(run)
     for key, series_ids in by_branch.items():

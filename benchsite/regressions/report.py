@@ -121,7 +121,7 @@ def build_report(repo: str, branch: str, day: date,
     start, end = day_bounds(day)
     runs = Run.objects.filter(repo=repo, head_branch=branch, timestamp__gte=start,
                               timestamp__lt=end)
-    results = Result.objects.filter(run__in=runs).order_by()
+    results = Result.objects.of_runs(runs.only("pk", "timestamp", "last_timestamp")).order_by()
     reported = set(results.values_list("series_id", flat=True).distinct())
     numeric = set(results.filter(value__isnull=False).values_list("series_id", flat=True)
                   .distinct())

@@ -96,8 +96,12 @@ def _raise(alert: SilenceAlert) -> bool:
 def _resolve_ended(runs: dict[tuple[str, str, str], list[datetime]], now: datetime) -> None:
     """Resolve active alerts whose device or series has reported since their last result."""
     active = list(SilenceAlert.objects.filter(resolved_at__isnull=True))
-    latest = dict(Result.objects.filter(series_id__in=[a.series_id for a in active if a.series_id])
-                  .values_list("series_id").annotate(Max("timestamp")))
+    silent = [alert for alert in active if alert.series_id]
+    # Only results after the earliest last seen matter: on PostgreSQL, recent months only.
+    latest = dict(Result.objects.filter(
+        series_id__in=[alert.series_id for alert in silent],
+        timestamp__gt=min((alert.last_seen for alert in silent), default=now))
+        .values_list("series_id").annotate(Max("timestamp")))
     for alert in active:
         if alert.series_id is None:
             times = runs.get((alert.repo, alert.device, alert.arch), [])

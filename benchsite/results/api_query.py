@@ -100,7 +100,7 @@ class IdFilter(django_filters.NumberFilter):
 class ResultFilter(django_filters.FilterSet):
     repo = django_filters.CharFilter(field_name="series__repo", validators=[validate_repo])
     branch = django_filters.CharFilter(field_name="run__head_branch")
-    sha = django_filters.CharFilter(field_name="run__head_sha")
+    sha = django_filters.CharFilter(method="of_runs")
     benchmark = django_filters.CharFilter(field_name="series__benchmark")
     model = django_filters.CharFilter(field_name="series__model")
     backend = django_filters.CharFilter(field_name="series__backend")
@@ -109,7 +109,7 @@ class ResultFilter(django_filters.FilterSet):
     device = django_filters.CharFilter(field_name="series__device")
     arch = django_filters.CharFilter(field_name="series__arch")
     metric = django_filters.CharFilter(field_name="series__metric")
-    run = IdFilter(field_name="run_id")
+    run = IdFilter(method="of_runs")
     upload = IdFilter(field_name="upload_id")
     since = TimeFilter(field_name="timestamp", lookup_expr="gte")
     until = TimeFilter(field_name="timestamp", lookup_expr="lt")
@@ -117,6 +117,12 @@ class ResultFilter(django_filters.FilterSet):
     class Meta:
         model = Result
         fields: list[str] = []
+
+    def of_runs(self, queryset, name, value):
+        """The results of a commit's runs or of one run, read within their results' times
+        (results.models.run_spans)."""
+        runs = Run.objects.filter(**{"head_sha" if name == "sha" else "pk": value})
+        return queryset.of_runs(runs.only("pk", "timestamp", "last_timestamp"))
 
 
 class ResultRowSerializer(serializers.Serializer):

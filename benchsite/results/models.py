@@ -7,10 +7,13 @@ numbers and the rarely-present JSON; everything that identifies a time series li
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
+import operator
 import secrets
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -153,6 +156,9 @@ class Run(models.Model):
     job_id = models.BigIntegerField(default=0)
     name = models.CharField(max_length=255, blank=True)
     timestamp = models.DateTimeField(help_text="earliest record timestamp of the run")
+    # With `timestamp`, the bounds of its results' times: a run's results are read within
+    # them, so that on PostgreSQL only the months holding them are read (results.partitions).
+    last_timestamp = models.DateTimeField(help_text="latest record timestamp of the run")
     device = models.CharField(max_length=255, blank=True)
     arch = models.CharField(max_length=255, blank=True)
     runners = models.JSONField(default=list, blank=True)
@@ -251,15 +257,51 @@ class Series(models.Model):
         return " / ".join(part for part in parts if part)
 
 
+# Runs whose results' times are nearer than this are read as one time range (a commit's
+# runs of one night); farther apart (the two ends of a comparison), each in its own.
+RUN_SPAN_GAP = timedelta(days=1)
+
+
+def run_spans(runs: Iterable[Run]) -> list[tuple[list[int], datetime, datetime]]:
+    """The runs as groups close in time, each with the bounds of its results' times
+    (`Run.timestamp` to `Run.last_timestamp`): (run ids, earliest, latest), oldest first."""
+    spans: list[tuple[list[int], datetime, datetime]] = []
+    for run in sorted(runs, key=lambda run: run.timestamp):
+        if spans and run.timestamp <= spans[-1][2] + RUN_SPAN_GAP:
+            ids, start, end = spans[-1]
+            ids.append(run.pk)
+            spans[-1] = (ids, start, max(end, run.last_timestamp))
+        else:
+            spans.append(([run.pk], run.timestamp, run.last_timestamp))
+    return spans
+
+
 class ResultQuerySet(models.QuerySet):
+    def of_runs(self, runs: Iterable[Run]) -> ResultQuerySet:
+        """The results of these runs, read within the times of their results (`run_spans`):
+        constants by which PostgreSQL reads only the monthly partitions holding them
+        (results.partitions), where by run id alone it probes every month's index."""
+        return self.of_spans(run_spans(runs))
+
+    def of_spans(self, spans: list[tuple[list[int], datetime, datetime]]) -> ResultQuerySet:
+        """The results of the runs of these spans (`run_spans`), each within its times."""
+        if not spans:
+            return self.none()
+        return self.filter(functools.reduce(operator.or_, (
+            models.Q(run_id__in=ids, timestamp__gte=start, timestamp__lte=end)
+            for ids, start, end in spans)))
+
+    def of_run(self, run: Run) -> ResultQuerySet:
+        return self.of_runs([run])
+
     def of_commits(self, repo: str, shas: Iterable[str]) -> ResultQuerySet:
-        """The results of some commits of `repo` (any branch), by the ids of their runs,
-        found now (the (repo, head_sha) index): given the ids, the planner reads the results
-        by run (the (run, series) index) knowing how many there are; joined to the runs it
-        guessed a few and probed them once per series instead (the quantization page at
-        10M results: 30 ms, against 12)."""
-        runs = Run.objects.filter(repo=repo, head_sha__in=list(shas)).values_list("pk", flat=True)
-        return self.filter(run_id__in=list(runs))
+        """The results of some commits of `repo` (any branch), by their runs, read now (the
+        (repo, head_sha) index): given the runs' ids and times, the planner reads the results
+        by run (the (run, series) index) knowing how many there are, in their months only;
+        joined to the runs it guessed a few and probed them once per series instead (the
+        quantization page at 10M results: 30 ms, against 12)."""
+        return self.of_runs(Run.objects.filter(repo=repo, head_sha__in=list(shas))
+                            .only("pk", "timestamp", "last_timestamp"))
 
     def of_commit(self, repo: str, sha: str) -> ResultQuerySet:
         return self.of_commits(repo, [sha])

@@ -56,7 +56,7 @@ def links(run: Run) -> dict[str, str]:
 def sanity_warnings(run: Run) -> list[str]:
     """A warning for each speedup of the quantization baseline recipe (bf16 timed against
     itself) whose interval excludes 1.00: the run's timings are then suspect."""
-    rows = Result.objects.filter(run=run).in_slice(
+    rows = Result.objects.of_run(run).in_slice(
         benchmark=QUANT_BENCHMARK, dtype=QUANT_BASELINE_RECIPE, metric=SPEEDUPS,
     ).order_by("series__model", "series__metric").values_list(
         "series__model", "series__metric", "value", "extra_info")
@@ -75,7 +75,7 @@ def sanity_warnings(run: Run) -> list[str]:
 def speedup_stability(run: Run) -> dict[str, int]:
     """How many of the run's results carry a measured interval, and how many of those are
     unstable (the interval stayed wider than the runner's target)."""
-    return Result.objects.filter(run=run).aggregate(
+    return Result.objects.of_run(run).aggregate(
         measured=Count("id", filter=Q(extra_info__has_key="unstable")),
         unstable=Count("id", filter=Q(extra_info__unstable=True)))
 
@@ -94,7 +94,7 @@ ROW_FIELDS = ("series__benchmark", "series__model", "series__metric", "value", "
 
 def build(state: State, pk: int) -> Page:
     run = get_object_or_404(Run, pk=pk)
-    results = Result.objects.filter(run=run)
+    results = Result.objects.of_run(run)
     kinds = sorted(results.order_by().values_list("series__benchmark", "series__metric")
                    .distinct())
     benchmark = state.choice("benchmark", ["", *sorted({b for b, _ in kinds})])

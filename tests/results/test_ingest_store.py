@@ -43,7 +43,8 @@ def test_new_series_are_inserted_once_and_found_by_identity(db, store):
 def test_results_keep_every_value_as_given(db, store):
     upload = Upload.objects.create(content_hash="h", payload_gzip=b"")
     run = Run.objects.create(identity="r", repo="pytorch/ao", head_branch="main",
-                             head_sha="s", timestamp="2026-01-01T00:00:00Z", upload=upload)
+                             head_sha="s", timestamp="2026-01-01T00:00:00Z",
+                             last_timestamp="2026-01-01T00:00:00Z", upload=upload)
     identity = digest("m")
     store.insert_series({identity: series_info("m")})
     series_ids = store.ids_by_identity(Series, [identity])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.db import transaction
-from django.db.models import Count, Min
+from django.db.models import Count, Max, Min
 
 from benchsite.results.ingest.summaries import refresh_slices, resummarize_runs
 from benchsite.results.models import Result, Run, Upload
@@ -30,10 +30,12 @@ def delete_uploads(upload_ids: Iterable[int]) -> int:
         mine.delete()
         left = {row["run_id"]: row for row in
                 Result.objects.filter(run_id__in=touched | created).values("run_id")
-                .annotate(owner=Min("upload_id"), count=Count("id"), start=Min("timestamp"))}
+                .annotate(owner=Min("upload_id"), count=Count("id"), start=Min("timestamp"),
+                          end=Max("timestamp"))}
         Run.objects.filter(pk__in=(touched | created) - left.keys()).delete()
         for run_id, row in left.items():
-            changes = {"result_count": row["count"], "timestamp": row["start"]}
+            changes = {"result_count": row["count"], "timestamp": row["start"],
+                       "last_timestamp": row["end"]}
             if run_id in created:
                 changes["upload_id"] = row["owner"]
             Run.objects.filter(pk=run_id).update(**changes)

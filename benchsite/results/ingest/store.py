@@ -16,7 +16,8 @@ from typing import Any
 import orjson
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import F, Model
+from django.db.models import F, Model, Value
+from django.db.models.functions import Greatest
 
 from benchsite.caching import ProcessCache
 from benchsite.results.environment import environment_fields
@@ -46,7 +47,8 @@ class Store:
                 [Run(identity=run.identity, repo=run.repo, head_branch=run.head_branch,
                      head_sha=run.head_sha, workflow_id=run.workflow_id,
                      run_attempt=run.run_attempt, job_id=run.job_id, name=run.name,
-                     timestamp=moment(run.timestamp), device=run.device, arch=run.arch,
+                     timestamp=moment(run.timestamp), last_timestamp=moment(run.timestamp),
+                     device=run.device, arch=run.arch,
                      runners=run.runners, dependencies=run.dependencies, extra=run.extra,
                      **environment_fields(run.runners, run.dependencies),
                      upload=upload) for run in new_runs],
@@ -57,10 +59,16 @@ class Store:
         summarize_batch(batch, run_ids)
 
         counts: dict[int, int] = {}
+        latest: dict[int, int] = {}
         for result in batch.results:
-            counts[run_ids[result.run]] = counts.get(run_ids[result.run], 0) + 1
+            run_id = run_ids[result.run]
+            counts[run_id] = counts.get(run_id, 0) + 1
+            if result.timestamp > latest.get(run_id, 0):
+                latest[run_id] = result.timestamp
         for run_id, count in counts.items():
-            Run.objects.filter(pk=run_id).update(result_count=F("result_count") + count)
+            Run.objects.filter(pk=run_id).update(
+                result_count=F("result_count") + count,
+                last_timestamp=Greatest("last_timestamp", Value(moment(latest[run_id]))))
         for run in batch.runs.values():  # a run continued by a later upload may start earlier
             Run.objects.filter(pk=run_ids[run.identity], timestamp__gt=moment(run.timestamp)
                                ).update(timestamp=moment(run.timestamp))

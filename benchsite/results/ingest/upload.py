@@ -27,6 +27,7 @@ from benchsite.results.ingest.normalize import Batch
 from benchsite.results.ingest.store import store_for
 from benchsite.results.ingest.summaries import refresh_slices, resummarize_runs
 from benchsite.results.models import Run, Upload, UploadToken
+from benchsite.results.partitions import ensure_months
 from benchsite.results.signals import upload_stored
 
 
@@ -103,6 +104,8 @@ def store_upload(
         detection_owed_at=timezone.now()
         if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
     )
+    # Before the upload's transaction: making a month locks readers out until it commits.
+    ensure_months(connection, (result.timestamp for result in batch.results))
     try:
         with transaction.atomic():
             upload.save()
@@ -123,6 +126,7 @@ def rederive(upload: Upload) -> int:
     """Store an upload's results again from its raw payload (after a normalisation change);
     returns the number of results. Missing timestamps again mean the upload's time."""
     batch = _normalize(upload.payload(), upload.request_metadata, received=upload.created_at)
+    ensure_months(connection, (result.timestamp for result in batch.results))
     with transaction.atomic():
         stale = list(upload.results.values_list("run_id").annotate(n=Count("id")))
         for run_id, count in stale:
