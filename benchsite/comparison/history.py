@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 import numpy as np
 import psycopg
 from django.db import connection
-from django.db.models import F, Max, Min, Window
+from django.db.models import F, Window
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import RowNumber
 
 from benchsite.comparison import points
-from benchsite.results.models import Result, Run
+from benchsite.results.models import Result, Run, stored_times
 
 # One row a series: its points newest first, as arrays (a row a point costs the client
 # more than the query: 730,000 tuples for 2,000 series of 365), the repetitions of all its
@@ -95,7 +95,7 @@ def _newest_first(ids: list[int], points_wanted: int, branches: list[str],
     """(series id, timestamps, run ids, repetition counts, repetitions, unit of the newest)
     of each series with points, newest first."""
     if connection.vendor == "postgresql":  # 4-6x faster than the ORM path (see above)
-        first, last = Result.objects.aggregate(Min("timestamp"), Max("timestamp")).values()
+        first, last = stored_times()
         if first is None:
             return []
         sql = LATEST_SQL.format(**BY_HASH if len(ids) >= HASHED_FROM else BY_JOIN)

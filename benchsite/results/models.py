@@ -276,6 +276,13 @@ def run_spans(runs: Iterable[Run]) -> list[tuple[list[int], datetime, datetime]]
     return spans
 
 
+def stored_times(using: str = "default") -> tuple[datetime | None, datetime | None]:
+    """The first and last results' times (two index probes)."""
+    found = Result.objects.using(using).aggregate(models.Min("timestamp"),
+                                                  models.Max("timestamp"))
+    return found["timestamp__min"], found["timestamp__max"]
+
+
 class ResultQuerySet(models.QuerySet):
     def of_runs(self, runs: Iterable[Run]) -> ResultQuerySet:
         """The results of these runs, read within the times of their results (`run_spans`):
@@ -290,6 +297,16 @@ class ResultQuerySet(models.QuerySet):
         return self.filter(functools.reduce(operator.or_, (
             models.Q(run_id__in=ids, timestamp__gte=start, timestamp__lte=end)
             for ids, start, end in spans)))
+
+    def stored(self) -> ResultQuerySet:
+        """These results, bounded by the first and last stored results' times (`stored_times`):
+        constants that on the monthly partitions (results.partitions) leave DEFAULT out
+        of a plan, so its months are read in order and a LIMIT stops in the first months
+        it needs; with DEFAULT, every month's index scan is begun and merged."""
+        first, last = stored_times(self.db)
+        if first is None:
+            return self.none()
+        return self.filter(timestamp__gte=first, timestamp__lte=last)
 
     def of_run(self, run: Run) -> ResultQuerySet:
         return self.of_runs([run])

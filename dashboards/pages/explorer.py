@@ -97,8 +97,8 @@ def build(state: State) -> Page:
     total = matching.count()
     candidates = list(matching.order_by("metric", "model", "backend", "dtype", "arch", "id")
                       .only(*READ, "metric", "device")[:RANKED])
-    in_range = Result.objects.filter(timestamp__gte=start, timestamp__lt=end,
-                                     run__head_branch=chosen["branch"])
+    in_range = Result.objects.stored().filter(timestamp__gte=start, timestamp__lt=end,
+                                              run__head_branch=chosen["branch"])
     series = _most_changed(candidates, in_range)
     points: dict[int, list[tuple]] = {item.pk: [] for item in series}
     for row in (in_range.filter(series_id__in=points).order_by("series_id", "timestamp")

@@ -195,7 +195,7 @@ def build(state: State) -> Page:
 
 def _trend(row: Row, branch: str, when: dict, base: str, head: str) -> dict:
     """The row's instructions per call at each commit of the listed ones."""
-    points = (Result.objects.filter(series_id=row.series_id, run__head_branch=branch,
+    points = (Result.objects.stored().filter(series_id=row.series_id, run__head_branch=branch,
                                     timestamp__gte=min(when.values()))
               .order_by("timestamp").values_list("timestamp", "run__head_sha", "value"))
     series = {"name": row.key, "x": [], "y": [], "text": []}

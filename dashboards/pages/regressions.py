@@ -322,7 +322,7 @@ def build_detail(state: State, pk: int) -> Page:
     # The history the regression was found in, as detection read it: its branch's runs
     # only (a bisect's `bisect/N`, a try job's or a pull request's runs of the same series
     # are never points of it), and the changes found in that history.
-    latest = Result.objects.filter(series=series, run__head_branch=regression.branch) \
+    latest = Result.objects.stored().filter(series=series, run__head_branch=regression.branch) \
         .order_by("-timestamp", "-id")
     results = list(latest.select_related("run").only(
         "timestamp", "value", "values", "string_values", "run__head_sha",
