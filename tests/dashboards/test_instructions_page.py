@@ -25,7 +25,7 @@ def get_json(client, query=""):
 
 def test_defaults_compare_the_largest_recent_change(client, demo,
                                                     django_assert_max_num_queries):
-    with django_assert_max_num_queries(17):  # as many whatever the rows and commits
+    with django_assert_max_num_queries(18):  # as many whatever the rows and commits
         page = get_json(client)
     filters = page["filters"]
     # the step is on the third-last night, not between the last two
