@@ -1,6 +1,6 @@
 """Monthly partitions of the results table on PostgreSQL (SQLite keeps one plain table).
 
-Migration 0010 made `results_result` a table partitioned by range of `timestamp`: one
+Migration 0011 made `results_result` a table partitioned by range of `timestamp`: one
 partition a month, and a DEFAULT one for rows of a month that has none yet. Toward 100M
 results: uploads and recent pages touch the small indexes of recent months rather than one
 index of everything, a query bounded in time reads only its months, and an old month can be
@@ -62,7 +62,7 @@ def ensure_months(connection: BaseDatabaseWrapper, timestamps: Iterable[int]) ->
     if not months:
         return
     existing = _existing_months(connection, months)
-    if existing is None:  # not partitioned (migration 0010 reversed)
+    if existing is None:  # not partitioned (migration 0011 reversed)
         return
     for month in sorted(months - existing):
         create_month(connection, month)

@@ -1,4 +1,4 @@
-"""The results table partitioned by month on PostgreSQL (results.partitions, migration 0010).
+"""The results table partitioned by month on PostgreSQL (results.partitions, migration 0011).
 
 PostgreSQL only: on SQLite the table stays plain, and these skip (the suite runs on both
 databases; on PostgreSQL nothing here can skip)."""
@@ -22,8 +22,8 @@ from tests.results.samples import META, record
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql",
                                 reason="only PostgreSQL partitions the results table")
 
-BEFORE = [("results", "0009_run_last_timestamp")]
-AFTER = [("results", "0010_partition_results")]
+BEFORE = [("results", "0010_run_last_timestamp")]
+AFTER = [("results", "0011_partition_results")]
 INDEXES = {"results_result_pkey", "results_res_series__a8d970_idx",
            "results_res_run_id_430b47_idx", "results_res_timesta_e73c2f_idx",
            "results_result_upload_id_e55d19de"}

@@ -75,7 +75,7 @@ def test_commits_far_apart_and_a_commit_of_several_runs(db):
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_gives_existing_runs_their_bounds():
     try:
-        apps = migrate([("results", "0008_result_time_index_ascending")])
+        apps = migrate([("results", "0009_summary_slice")])
         models = {name: apps.get_model("results", name) for name in ("Upload", "Run", "Series",
                                                                      "Result")}
         stored = models["Upload"].objects.create(content_hash="h", payload_gzip=b"")
@@ -88,7 +88,7 @@ def test_the_migration_gives_existing_runs_their_bounds():
         for moment in (start, datetime(2026, 2, 3, tzinfo=UTC)):
             models["Result"].objects.create(series=series, run=used, upload=stored,
                                             timestamp=moment, values=[])
-        migrate([("results", "0009_run_last_timestamp")])
+        migrate([("results", "0010_run_last_timestamp")])
         bounds = dict(Run.objects.values_list("identity", "last_timestamp"))
         assert bounds == {"used": datetime(2026, 2, 3, tzinfo=UTC), "empty": start}
     finally:

@@ -26,7 +26,7 @@ class Command(BaseCommand):
         listed = partitions.partitions(connection, count=count)
         if not listed:
             raise CommandError(f"{partitions.TABLE} is not partitioned (PostgreSQL only, "
-                               "migration results 0010)")
+                               "migration results 0011)")
         for wanted in create:
             made = partitions.create_month(connection, wanted)
             self.stderr.write(f"{partitions.partition_name(wanted)}: "

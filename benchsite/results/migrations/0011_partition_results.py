@@ -85,6 +85,6 @@ def _sequence(cursor, table: str) -> str:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("results", "0009_run_last_timestamp")]
+    dependencies = [("results", "0010_run_last_timestamp")]
 
     operations = [migrations.RunPython(partition, unpartition)]

@@ -22,7 +22,7 @@ def fill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("results", "0008_result_time_index_ascending"),
+        ("results", "0009_summary_slice"),
     ]
 
     operations = [
