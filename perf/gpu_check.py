@@ -79,6 +79,10 @@ AGREE_WITHIN = 0.02  # two speedups agree when each is in the other's interval, 
 HBM_FACTOR = 2.0
 DECODE_SPREAD = 0.05
 CHECK_SECONDS = 480  # the whole check on one H100
+# With --deadline: seconds kept for the table and the files after the last process, and the
+# fewest a process is started with.
+DEADLINE_RESERVE_S = 15.0
+LEAST_PROCESS_S = 30.0
 JUDGED_ON_CPU = {"A/A coverage", "agreement"}
 
 PASS, FAIL, SKIP, INFO = "PASS", "FAIL", "SKIP", "INFO"
@@ -366,8 +370,8 @@ def _spread(check: Check) -> Target:
 def _wall(check: Check) -> Target:
     name = "wall time vs torchao"
     ours = ", ".join(f"{wall:.0f} s" for wall in check.spec_walls)
-    if not check.spec_walls:
-        return Target(name, "no spec run", FAIL, "no data")
+    if len(check.spec_walls) < 2:
+        return Target(name, f"{len(check.spec_walls)} of 2 spec runs ran", FAIL, "no data")
     if check.torchao_wall is None or check.torchao is None:
         return Target(name, f"ours {ours}", SKIP,
                       check.torchao_note or "torchao's runner did not run")
@@ -507,7 +511,7 @@ def _environment(pythonpath: list[str]) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in paths if path)}
 
 
-def run_ours(name: str, spec: Path, work: Path, args: argparse.Namespace
+def run_ours(name: str, spec: Path, work: Path, args: argparse.Namespace, timeout: float
              ) -> tuple[list[dict[str, Any]], Process]:
     folder = work / name
     folder.mkdir()
@@ -515,7 +519,7 @@ def run_ours(name: str, spec: Path, work: Path, args: argparse.Namespace
     argv = [sys.executable, "-m", "runner", "run", str(spec), "-o", str(output)]
     if args.budget is not None:
         argv += ["--budget", str(args.budget)]
-    process = run_process(name, argv, folder, [str(ROOT)], args.process_timeout)
+    process = run_process(name, argv, folder, [str(ROOT)], timeout)
     records = json.loads(output.read_text()) if output.exists() else []
     return records, process
 
@@ -531,14 +535,14 @@ def torchao_importable(pythonpath: list[str]) -> bool:
         return False
 
 
-def run_torchao(spec: Path, work: Path, args: argparse.Namespace
+def run_torchao(spec: Path, work: Path, args: argparse.Namespace, timeout: float
                 ) -> tuple[list[dict[str, str]], Process]:
     folder = work / "torchao"
     folder.mkdir()
     argv = [sys.executable, "-m", "benchmarks.microbenchmarks.benchmark_runner",
             "--config", str(spec)]
     pythonpath = [str(Path(args.torchao_src).resolve())] if args.torchao_src else []
-    process = run_process("torchao", argv, folder, pythonpath, args.process_timeout)
+    process = run_process("torchao", argv, folder, pythonpath, timeout)
     found = sorted(folder.glob("**/results*.csv"), key=lambda path: path.stat().st_mtime)
     if not found:
         return [], process
@@ -571,12 +575,16 @@ def main() -> int:
     parser.add_argument("--skip-torchao", action="store_true", help="leave (c) out")
     parser.add_argument("--process-timeout", type=float, default=240.0, metavar="S",
                         help="seconds one process may run before it is stopped")
+    parser.add_argument("--deadline", type=float, default=None, metavar="S",
+                        help="seconds the whole check may take: each process is stopped in "
+                             "time to print the table, and torchao's runner is left out when "
+                             "less than its last run's time is left (default: no limit)")
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="write gpu_check.txt, gpu_check.json, records.json, torchao.csv")
     args = parser.parse_args()
     if args.budget is not None and args.budget < 0 or args.bandwidth is not None and \
-            args.bandwidth <= 0:
-        parser.error("--budget must be >= 0 and --bandwidth > 0")
+            args.bandwidth <= 0 or args.deadline is not None and args.deadline <= 0:
+        parser.error("--budget must be >= 0, --bandwidth and --deadline > 0")
     if args.torchao_src and not Path(args.torchao_src).is_dir():
         parser.error(f"--torchao-src {args.torchao_src}: no such folder")
     compiled = args.compile if args.compile is not None else args.device == "cuda"
@@ -612,10 +620,22 @@ def measure(args: argparse.Namespace, compile_mode: str | None, work: Path,
     spec.write_text(spec_yaml("gpu_check", recipes, shapes, args.device, compile_mode))
     records: dict[str, list[dict[str, Any]]] = {}
     walls: dict[str, float] = {}
+    ends = None if args.deadline is None else started + args.deadline - DEADLINE_RESERVE_S
+
+    def time_left() -> float:
+        """Seconds a process may run: --process-timeout, less when the deadline is near."""
+        if ends is None:
+            return args.process_timeout
+        return min(args.process_timeout, ends - time.perf_counter())
+
     for run in (1, 2):  # A/A and spec alternate, so a drift hits both runs of each alike
         for kind, path in (("aa", aa_spec), ("spec", spec)):
             name = f"{kind}-{run}"
-            records[name], process = run_ours(name, path, work, args)
+            if time_left() < LEAST_PROCESS_S:
+                records[name] = []
+                report(f"  {name:7s} not run: {max(time_left(), 0):.0f} s left of --deadline")
+                continue
+            records[name], process = run_ours(name, path, work, args, time_left())
             walls[name] = process.wall_s
             report(f"  {name:7s} {process.wall_s:6.1f} s  exit {process.rc}  "
                    f"{len(records[name])} records  {process.last}")
@@ -631,13 +651,17 @@ def measure(args: argparse.Namespace, compile_mode: str | None, work: Path,
         note = "--skip-torchao"
     elif not torchao_importable(pythonpath):
         note = "benchmarks.microbenchmarks is not importable (a torchao checkout: --torchao-src)"
+    elif time_left() < LEAST_PROCESS_S:
+        note = f"{max(time_left(), 0):.0f} s left of --deadline"
     else:
-        torchao_rows, process = run_torchao(spec, work, args)
+        torchao_rows, process = run_torchao(spec, work, args, time_left())
         report(f"  torchao {process.wall_s:6.1f} s  exit {process.rc}  {len(torchao_rows)} rows")
         if process.rc == 0 and torchao_rows:
             torchao, torchao_wall = torchao_speedups(torchao_rows), process.wall_s
         else:
-            note = f"torchao's runner exited {process.rc} with {len(torchao_rows)} CSV rows"
+            stopped = " (stopped at its time limit)" if process.rc is None else ""
+            note = (f"torchao's runner exited {process.rc}{stopped} after {process.wall_s:.0f} s "
+                    f"with {len(torchao_rows)} CSV rows")
             report("    " + process.tail.replace("\n", "\n    "))
     if note:
         report(f"  torchao's runner: not run: {note}")
@@ -648,7 +672,7 @@ def measure(args: argparse.Namespace, compile_mode: str | None, work: Path,
         device=args.device, shapes=shapes, recipes=recipes,
         aa_runs=[read_run(records["aa-1"]), read_run(records["aa-2"])],
         spec_runs=[read_run(records["spec-1"]), read_run(records["spec-2"])],
-        spec_walls=[walls["spec-1"], walls["spec-2"]],
+        spec_walls=[walls[name] for name in ("spec-1", "spec-2") if name in walls],
         torchao=torchao, torchao_wall=torchao_wall, torchao_note=note, gpu=gpu,
         bandwidth_gbps=bandwidth, total_s=time.perf_counter() - started,
     )

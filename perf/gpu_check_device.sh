@@ -46,4 +46,4 @@ python3 -c "import torch, torchao, msgspec, yaml, tqdm; print('torch', torch.__v
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv || true
 args=(--device cuda --out "$out" "$@")  # e.g. --budget 1 for less time per speedup
 [ -d .torchao/benchmarks ] && args+=(--torchao-src .torchao)
-timeout "${CHECK_TIMEOUT:-570}" python3 perf/gpu_check.py "${args[@]}" 2>&1 | tee "$out/log"
+timeout "${CHECK_TIMEOUT:-570}" python3 perf/gpu_check.py --deadline "$(( ${CHECK_TIMEOUT:-570} - 10 ))" "${args[@]}" 2>&1 | tee "$out/log"

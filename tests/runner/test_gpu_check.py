@@ -291,8 +291,8 @@ def test_torchaos_runner_runs_in_a_process_and_its_csv_is_read(tmp_path):
     assert gpu_check.torchao_importable([str(tmp_path / "ao")])
     work = tmp_path / "work"
     work.mkdir()
-    args = argparse.Namespace(torchao_src=str(tmp_path / "ao"), process_timeout=60)
-    rows, process = gpu_check.run_torchao(tmp_path / "spec.yml", work, args)
+    args = argparse.Namespace(torchao_src=str(tmp_path / "ao"))
+    rows, process = gpu_check.run_torchao(tmp_path / "spec.yml", work, args, timeout=60)
     assert process.rc == 0 and process.wall_s > 0
     assert gpu_check.torchao_speedups(rows) == {("int8wo", (16, 256, 256)): 0.55}
 
@@ -302,3 +302,31 @@ def test_a_process_past_its_time_is_stopped_and_says_so(tmp_path):
     process = gpu_check.run_process("slow", argv, tmp_path, [], timeout=1.0)
     assert process.rc is None and process.wall_s < 30
     assert process.last == "started"
+
+
+def test_a_deadline_leaves_out_what_no_longer_fits_and_the_check_fails(tmp_path, monkeypatch):
+    """With --deadline, a process is started only with LEAST_PROCESS_S left and gets what is
+    left as its time limit; what was left out counts as missing, never as passed."""
+    clock = [0.0]
+    limits = []
+
+    def fake_run(name, spec, work, args, timeout):
+        limits.append((name, timeout))
+        clock[0] += 100.0  # each run takes 100 s
+        kind = "baseline" if name.startswith("aa") else None
+        run = records("cpu", recipes=[kind] if kind else None)
+        return run, gpu_check.Process(name, 0, 100.0, "", "")
+
+    monkeypatch.setattr(gpu_check, "run_ours", fake_run)
+    monkeypatch.setattr(gpu_check.time, "perf_counter", lambda: clock[0])
+    args = argparse.Namespace(device="cpu", deadline=260.0, process_timeout=240.0, budget=None,
+                              torchao_src=None, skip_torchao=False, out=None,
+                              bandwidth=None)
+    measured, _ = gpu_check.measure(args, None, tmp_path, gpu_check.Report())
+    left = 260.0 - gpu_check.DEADLINE_RESERVE_S
+    assert limits == [("aa-1", 240.0), ("spec-1", left - 100), ("aa-2", left - 200)]
+    assert measured.spec_walls == [100.0] and not measured.spec_runs[1]
+    targets = gpu_check.judge(measured)
+    assert by_name(targets, "agreement").status == gpu_check.FAIL
+    assert by_name(targets, "wall time").status == gpu_check.INFO  # not judged on CPU
+    assert "1 of 2 spec runs" in by_name(targets, "wall time").figure
