@@ -11,9 +11,12 @@ H100 one cell read 0.279x (95% CI 0.273-0.283) and 0.505x (0.495-0.514) minutes 
   differ from what the site shows; where the two differ much the builds disagree, and the
   interval and `unstable` are what to read.
 - The interval is the hull of the builds' intervals: it holds every build's reading (and
-  the pooled median, which lies between the builds' medians). None when a build has none.
-- `unstable` when the builds' intervals share no point (they disagree beyond their
-  precision), a build was unstable itself, or there is no interval.
+  the pooled median, which lies between the builds' medians), and is never narrower than
+  ±`resolution` of the speedup (TimingSettings.resolution): two builds of one model can both
+  land on one side of the truth by where their weights lie. None when a build has none.
+- `unstable` when the builds' intervals, each at least ±`resolution` wide, share no point
+  (they disagree beyond their precision), a build was unstable itself, or there is no
+  interval.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class BuildSpread:
     """The paired timings of a speedup's builds, in the order they ran."""
 
     builds: tuple[PairedTiming, ...]
+    resolution: float = 0.0  # the least relative half-width of an interval
 
     @property
     def ratios(self) -> tuple[float, ...]:
@@ -46,20 +50,30 @@ class BuildSpread:
 
     @property
     def ci(self) -> tuple[float, float] | None:
-        """The hull of the builds' 95% intervals; None when a build has none."""
+        """The hull of the builds' 95% intervals, at least ±resolution of the speedup; None
+        when a build has none."""
         intervals = [build.ci for build in self.builds]
         if any(interval is None for interval in intervals):
             return None
-        return min(low for low, _ in intervals), max(high for _, high in intervals)
+        speedup = self.speedup
+        return (min(speedup * (1 - self.resolution), *(low for low, _ in intervals)),
+                max(speedup * (1 + self.resolution), *(high for _, high in intervals)))
 
     @property
     def disagree(self) -> bool:
-        """Whether the builds' intervals share no point (in one dimension, intervals that
-        overlap pairwise share one)."""
-        intervals = [build.ci for build in self.builds]
+        """Whether the builds' intervals, each at least ±resolution of its speedup, share no
+        point (in one dimension, intervals that overlap pairwise share one)."""
+        intervals = [self._resolved(build) for build in self.builds]
         if len(intervals) < 2 or any(interval is None for interval in intervals):
             return False
         return max(low for low, _ in intervals) > min(high for _, high in intervals)
+
+    def _resolved(self, build: PairedTiming) -> tuple[float, float] | None:
+        if build.ci is None:
+            return None
+        low, high = build.ci
+        return (min(low, build.speedup * (1 - self.resolution)),
+                max(high, build.speedup * (1 + self.resolution)))
 
     @property
     def unstable(self) -> bool:

@@ -85,6 +85,12 @@ class TimingSettings:
     # (runner.engine.build_spread). 0 is automatic: 2 for an eager headline, 2 for a
     # compiled one on CUDA, 1 compiled on CPU.
     builds: int = field(default=0, metadata=at_least(0))
+    # The finest difference between builds that a speedup resolves: an interval combined over
+    # builds is at least ±`resolution` of the speedup, and builds whose readings lie within
+    # it of each other do not disagree. Two copies of one model differ by where their weights
+    # lie: on an H200 (perf/gpu_check.py, 2026-11-28) A/A cells read up to 0.39 % off 1.00,
+    # each build's interval ±0.05-0.3 %, and three of twelve combined intervals missed 1.00.
+    resolution: float = field(default=0.005, metadata=at_least(0, "a fraction"))
     # A cell's wall time, compiles included: the timing of each speedup gets what is left,
     # and stops there, even before `min_pairs`.
     cell_budget_s: float = field(default=60.0, metadata=above(0))

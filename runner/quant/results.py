@@ -52,12 +52,16 @@ class CellResult:
     @property
     def compiled_combined(self) -> PairedTiming | BuildSpread | None:
         """The compiled speedup: its builds combined when more than one was planned."""
-        return BuildSpread(tuple(self.builds)) if self.builds else self.compiled
+        return self._spread(self.builds) if self.builds else self.compiled
 
     @property
     def eager_combined(self) -> PairedTiming | BuildSpread | None:
         """The eager speedup: its builds combined when more than one was planned."""
-        return BuildSpread(tuple(self.eager_builds)) if self.eager_builds else self.eager
+        return self._spread(self.eager_builds) if self.eager_builds else self.eager
+
+    def _spread(self, builds: list[PairedTiming]) -> BuildSpread:
+        settings = self.settings or TimingSettings()
+        return BuildSpread(tuple(builds), settings.resolution)
 
     @property
     def headline(self) -> PairedTiming | BuildSpread | None:

@@ -68,3 +68,40 @@ def test_the_record_carries_each_build_and_the_combined_interval():
     assert info["builds"] == [
         {"speedup": b.speedup, "ci_low": b.ci[0], "ci_high": b.ci[1], "pairs": 8,
          "stopped_by": "ci"} for b in (first, second)]
+
+
+def test_an_interval_over_builds_is_never_narrower_than_the_resolution():
+    """The H200 A/A cell at 1024x4096x4096: two builds both a little above 1.00, each with a
+    tight interval; the hull alone missed 1.00, the resolution holds it."""
+    first, second = build(*(1.0055 + 0.0002 * i for i in range(-3, 5))), \
+        build(*(1.0023 + 0.0002 * i for i in range(-3, 5)))
+    hull = BuildSpread((first, second))
+    assert hull.ci[0] > 1.0 and hull.disagree and hull.unstable
+    resolved = BuildSpread((first, second), resolution=0.005)
+    low, high = resolved.ci
+    assert low == resolved.speedup * 0.995 and high == max(second.ci[1], first.ci[1],
+                                                           resolved.speedup * 1.005)
+    assert low <= 1.0 <= high
+    assert not resolved.disagree and not resolved.unstable  # 0.3 % apart: within resolution
+
+
+def test_builds_further_apart_than_the_resolution_still_disagree():
+    first, second = scaled(STEADY, 0.8), scaled(STEADY, 0.9)
+    spread = BuildSpread((first, second), resolution=0.005)
+    assert spread.disagree and spread.unstable
+    assert spread.ci == (first.ci[0], second.ci[1])  # wider than the resolution already
+
+
+def test_a_cells_builds_are_combined_with_its_settings_resolution():
+    from runner.engine.timing_data import TimingSettings
+    from runner.quant.cells import QuantCell
+    from runner.quant.results import CellResult
+    from runner.quant.shapes import Shape
+
+    cell = QuantCell("t", "baseline", None, Shape("custom", 16, 256, 256), "linear",
+                     "bfloat16", "cuda", "default", "results/t")
+    builds = [scaled(STEADY, 1.0), scaled(STEADY, 1.001)]
+    result = CellResult(cell, "ok", compiled=builds[0], builds=builds,
+                        settings=TimingSettings(resolution=0.03))
+    assert result.headline.resolution == 0.03
+    assert result.headline.ci[0] == result.headline.speedup * 0.97
