@@ -37,10 +37,11 @@ Exit status: 0 when every judged target passes, 1 otherwise, 2 on a usage error.
 
 --out DIR writes gpu_check.txt (what was printed), gpu_check.json (the summary: targets,
 cells, wall times), records.json (every run's records) and torchao.csv (its runner's CSV).
-Budget: on one H100, 359 s with torchao's runner (88 s of it) and 326 s without, builds
-compiled afresh (ARCHITECTURE.md, "GPU timing on an H100"); --budget lowers the seconds per
-speedup. About 85 s on a quiet 2-CPU machine (eager cells in two builds since
-2026-11-28; 60 s before), 4 minutes with torchao's runner.
+Budget: on one H200, 506 s with torchao's runner (79 s of it): A/A runs 23 s and 27 s, spec
+runs 224 s and 153 s, nearly all of it compiling (ARCHITECTURE.md, "GPU timing on an H100 and
+an H200"); --budget lowers the seconds per speedup, --deadline stops in time to print the
+table. About 40 s on a quiet 2-CPU machine (eager cells in two builds), a minute with
+torchao's runner.
 """
 
 from __future__ import annotations
