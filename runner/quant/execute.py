@@ -33,7 +33,13 @@ from torch.profiler import ProfilerActivity, profile
 
 from runner.contract.status import FAILED, OK, SKIPPED
 from runner.engine.machine_state import gpu_clocks, load_average
-from runner.engine.paired import LEAST_PAIRS, PairedTiming, cell_budget_note, sample_pairs
+from runner.engine.paired import (
+    LEAST_PAIRS,
+    STOPPED_CELL_BUDGET,
+    PairedTiming,
+    cell_budget_note,
+    sample_pairs,
+)
 from runner.engine.timing_data import TimingSettings
 from runner.engine.torch_devices import device_problem, release_memory
 from runner.engine.torch_timers import measure_pair
@@ -224,7 +230,10 @@ def _builds(cell: QuantCell, what: str, sides: tuple[Any, Any],
     compiles afresh without inductor's caches). The builds' timings and the last build's
     headline model (compiled where `compile_mode`). The speedup's pairs are shared among its
     builds (each gets 1/`planned` of `budget_s` and of `min_pairs`, at least LEAST_PAIRS), so
-    that more builds cost warm-ups and compiles, not more pairs."""
+    that more builds cost warm-ups and compiles, not more pairs. A build after the first whose
+    pairs the cell budget cut before they had an interval is left out, and said: on an H200
+    a first float8 cell's second compile left one pair, which read 0.586x against 0.858x and
+    took the speedup's interval away."""
     if planned > 1:
         settings = replace(settings, budget_s=settings.budget_s / planned, min_pairs=max(
             LEAST_PAIRS, math.ceil(settings.min_pairs / planned)))
@@ -252,9 +261,14 @@ def _builds(cell: QuantCell, what: str, sides: tuple[Any, Any],
                     side(data)  # compiles here, on the cell's budget, before a call is timed
             result.compile_s += clock() - compiling
         label = what if planned == 1 else f"{what} (build {number})"
-        builds.append(_paired(cell, label, lambda b=baseline, d=data: b(d),
-                              lambda q=model, d=data: q(d), settings, deadline, result))
+        timing = _paired(cell, label, lambda b=baseline, d=data: b(d),
+                         lambda q=model, d=data: q(d), settings, deadline, result)
         build_s = clock() - started
+        if builds and timing.ci is None and timing.stopped == STOPPED_CELL_BUDGET:
+            result.notes.append(f"{label} left out of the speedup: the cell budget ran out "
+                                f"after {timing.pairs} pairs, too few for an interval")
+            break
+        builds.append(timing)
     return builds, model
 
 

@@ -282,6 +282,23 @@ def test_a_build_that_cannot_fit_the_cells_budget_is_skipped_and_said(
     assert [b["pairs"] for b in headline(result)["builds"]] == [8]
 
 
+def test_a_later_build_the_cell_budget_cut_before_an_interval_is_left_out(
+        make_cell, counted_builds, monkeypatch):
+    """On an H200 a first float8 cell's second compile used the rest of its budget: one pair
+    read 0.586x against build 1's 0.858x and left the speedup without an interval."""
+    cut = PairedTiming((1.0,) * 4, (1.7,) * 4, (0.586,), stopped="cell_budget")
+    readings = iter([timing(1.5), timing(0.858), cut])  # eager, build 1, build 2
+    monkeypatch.setattr(execute, "measure_pair", lambda *args: next(readings))
+    result = run_cell(make_cell("int8wo", compile_mode="default"),
+                      dataclasses.replace(FAST, builds=2))
+    assert result.status == "ok", result.reason
+    assert [b.speedup for b in result.builds] == [0.858]
+    assert result.compiled_combined.ci is not None and not result.unstable
+    assert "compiled (build 2) left out of the speedup: the cell budget ran out after 1 " \
+           "pairs, too few for an interval" in result.notes
+    assert [b["speedup"] for b in headline(result)["builds"]] == [0.858]
+
+
 def test_a_cuda_cells_gpu_clocks_at_start_and_end_go_to_its_records(make_cell, monkeypatch,
                                                                      tmp_path):
     reads = iter([{"gpu_sm_clock_mhz": 1980.0, "gpu_throttle_reasons": "0x0"},
