@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from benchsite.results.fields import FloatListField
+from benchsite.results.fields import FloatListField, OrjsonField
 from runner.contract.repos import RepoNameError, check_patterns, grants, is_repo
 
 TOKEN_PREFIX = "bst_"
@@ -350,7 +350,7 @@ class Result(models.Model):
     values = FloatListField(default=list, help_text="metric.benchmark_values, all repetitions")
     target = models.FloatField(null=True, blank=True)
     string_values = models.JSONField(null=True, blank=True)
-    extra_info = models.JSONField(null=True, blank=True, help_text="metric.extra_info")
+    extra_info = OrjsonField(null=True, blank=True, help_text="metric.extra_info")
     unknown = models.JSONField(null=True, blank=True, help_text="fields the v3 format lacks")
 
     objects = ResultQuerySet.as_manager()
