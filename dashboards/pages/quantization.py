@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from django.db.models import Case, JSONField, When
 from django.urls import reverse
@@ -86,27 +87,15 @@ class QuantRow:
         return bool(self.values.get(SPEEDUP)) and self.suspect is None
 
 
-def _results(repo: str, sha: str, arch: str, compile_mode: str, layer: str = ""):
-    found = Result.objects.of_commit(repo, sha).in_slice(
-        benchmark=QUANT_BENCHMARK, arch=arch, compile_mode=compile_mode,
-        metric=[*COLUMNS, STATUS_METRIC])
-    return found.filter(**{LAYER_KEY: layer}) if layer else found
-
-
-def layers_of(repo: str, sha: str, arch: str, compile_mode: str) -> list[str]:
-    """The layers (model types) a commit's cells time; "" for records that name none."""
-    found = _results(repo, sha, arch, compile_mode).order_by().values_list(
-        LAYER_KEY, flat=True).distinct()
-    return sorted({layer if isinstance(layer, str) else "" for layer in found})
-
-
-def cells_of(repo: str, sha: str, arch: str, compile_mode: str,
-             layer: str = "") -> dict[tuple[Row, str], QuantRow]:
-    """((recipe, layer), shape) -> QuantRow for one commit (of one layer, or all), with one
-    query (extra_info, for the speedup's interval, of the speedup rows only)."""
+def cells_of(repo: str, sha: str, arch: str,
+             compile_mode: str) -> dict[tuple[Row, str], QuantRow]:
+    """((recipe, layer), shape) -> QuantRow for one commit, every layer, with one query
+    (extra_info, for the speedup's interval, of the speedup rows only)."""
     speedup_info = Case(When(series__metric=SPEEDUP, then="extra_info"),
                         output_field=JSONField())
-    rows = _results(repo, sha, arch, compile_mode, layer).values_list(
+    rows = Result.objects.of_commit(repo, sha).in_slice(
+        benchmark=QUANT_BENCHMARK, arch=arch, compile_mode=compile_mode,
+        metric=[*COLUMNS, STATUS_METRIC]).values_list(
         "series__dtype", "series__model", LAYER_KEY, "series__metric", "value",
         "string_values", speedup_info)
     cells: dict[tuple[Row, str], QuantRow] = {}
@@ -120,6 +109,12 @@ def cells_of(repo: str, sha: str, arch: str, compile_mode: str,
             if metric == SPEEDUP:
                 cell.interval, cell.suspect = interval_of(info), suspect_of(info)
     return cells
+
+
+def of_layer(cells: dict[tuple[Row, str], QuantRow],
+             layer: str) -> dict[tuple[Row, str], QuantRow]:
+    """The cells of one layer ("" for all)."""
+    return {key: cell for key, cell in cells.items() if not layer or key[0][1] == layer}
 
 
 def _shape_key(shape: str) -> tuple:
@@ -153,8 +148,8 @@ class QuantFilters(CommitFilters):
         return prefer(choices, "max-autotune")
 
     def options_layer(self, values):
-        layers = layers_of(values["repo"], values["sha"], values["arch"],
-                           values["compile_mode"])
+        cells = self.cells(values["repo"], values["sha"], values["arch"], values["compile_mode"])
+        layers = sorted({layer for (_, layer), _ in cells})
         return [("", "all"), *((layer, layer) for layer in layers if layer)]
 
     def default_layer(self, values, choices):
@@ -166,6 +161,19 @@ class QuantFilters(CommitFilters):
     def default_base(self, values, choices):
         return ""
 
+    def cells(self, repo: str, sha: str, arch: str,
+              compile_mode: str) -> dict[tuple[Row, str], QuantRow]:
+        """A commit's cells of every layer (`cells_of`), read once a request: the layer
+        picker and the page both need them (two queries of 19-21 ms each at 10M results)."""
+        key = (repo, sha, arch, compile_mode)
+        if key not in self._cells:
+            self._cells[key] = cells_of(*key)
+        return self._cells[key]
+
+    @cached_property
+    def _cells(self) -> dict[tuple[str, str, str, str], dict[tuple[Row, str], QuantRow]]:
+        return {}
+
 
 def build(state: State) -> Page:
     form = QuantFilters(state)
@@ -175,8 +183,8 @@ def build(state: State) -> Page:
     threshold = chosen["threshold"] / 100
     common_only = chosen["common"] == "1"
 
-    new = cells_of(repo, sha, arch, compile_mode, layer)
-    old = cells_of(repo, base, arch, compile_mode, layer) if base else {}
+    new = of_layer(form.cells(repo, sha, arch, compile_mode), layer)
+    old = of_layer(form.cells(repo, base, arch, compile_mode), layer) if base else {}
     rows = sorted({row for row, _ in new} | {row for row, _ in old})
     shapes = sorted({shape for _, shape in new} | {shape for _, shape in old}, key=_shape_key)
     layered = len({kind for _, kind in rows}) > 1  # then the layer is a column and a label
