@@ -24,12 +24,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from django.db.models import Case, JSONField, When
+from django.db.models import Case, When
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from benchsite.comparison import outcomes
 from benchsite.comparison.directions import metric_directions
+from benchsite.results.fields import OrjsonField
 from benchsite.results.ingest.summaries import PASS_VALUES
 from benchsite.results.models import Result
 from dashboards.choices import series_options, summary_choices
@@ -231,7 +232,7 @@ def _per_model(results) -> dict[tuple[str, str, str, str], dict]:
     the speedup rows only)."""
     found: dict[tuple[str, str, str, str], dict] = defaultdict(dict)
     speedup_info = Case(When(series__metric=SPEEDUP, then="extra_info"),
-                        output_field=JSONField())
+                        output_field=OrjsonField())
     rows = results.values_list("run__head_sha", "series__backend", "series__suite",
                                "series__model", "series__metric", "value", "string_values",
                                speedup_info)

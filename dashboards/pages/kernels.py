@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Case, JSONField, When
+from django.db.models import Case, When
 
+from benchsite.results.fields import OrjsonField
 from benchsite.results.models import Result
 from dashboards import charts
 from dashboards.choices import summary_choices
@@ -66,7 +67,7 @@ def cells_of(repo: str, sha: str, arch: str, dtype: str) -> dict[Key, KernelCell
     """Every cell of one commit, with one query (extra_info, for the speedup's interval, of
     the speedup rows only); a later run of a series wins."""
     speedup_info = Case(When(series__metric=KernelMetric.SPEEDUP, then="extra_info"),
-                        output_field=JSONField())
+                        output_field=OrjsonField())
     rows = Result.objects.of_commit(repo, sha).in_slice(
         benchmark=KERNELS_BENCHMARK, arch=arch, dtype=dtype, metric=METRICS,
     ).order_by("timestamp", "id").values_list(

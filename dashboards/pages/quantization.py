@@ -10,10 +10,11 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from django.db.models import Case, JSONField, When
+from django.db.models import Case, When
 from django.urls import reverse
 
 from benchsite.comparison.directions import HIGHER
+from benchsite.results.fields import OrjsonField
 from benchsite.results.models import Result
 from dashboards import charts
 from dashboards.choices import summary_choices
@@ -92,7 +93,7 @@ def cells_of(repo: str, sha: str, arch: str,
     """((recipe, layer), shape) -> QuantRow for one commit, every layer, with one query
     (extra_info, for the speedup's interval, of the speedup rows only)."""
     speedup_info = Case(When(series__metric=SPEEDUP, then="extra_info"),
-                        output_field=JSONField())
+                        output_field=OrjsonField())
     rows = Result.objects.of_commit(repo, sha).in_slice(
         benchmark=QUANT_BENCHMARK, arch=arch, compile_mode=compile_mode,
         metric=[*COLUMNS, STATUS_METRIC]).values_list(
