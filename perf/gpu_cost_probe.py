@@ -156,37 +156,31 @@ def call_ms(model, data, device: str) -> float:
         for _ in range(20):
             model(data)
         return (time.perf_counter() - began) * 1000 / 20
-    graph = capture(lambda: model(data), 1)
-    return replay_ms(graph, REPLAYS)
+    return replay_ms(capture(lambda: model(data)), REPLAYS)
 
 
-def capture(call, times: int):
-    import torch
+def capture(call):
+    """A replay of `call` captured in a CUDA graph, as the runner captures one
+    (runner.engine.gpu_blocks.TorchCuda)."""
+    from runner.engine.gpu_blocks import TorchCuda
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            call()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(times):
-            call()
-    return graph
+    replay, reason = TorchCuda().capture(call)
+    if replay is None:
+        raise RuntimeError(f"no CUDA graph: {reason}")
+    return replay
 
 
-def replay_ms(graph, replays: int) -> float:
+def replay_ms(replay, replays: int) -> float:
     """Mean ms per replay of `replays` replays back to back between two events."""
     import torch
 
     for _ in range(10):
-        graph.replay()
+        replay()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda._sleep(int(2e6))
     start.record()
     for _ in range(replays):
-        graph.replay()
+        replay()
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / replays
@@ -196,6 +190,7 @@ def decode_timings(shape: tuple[int, int, int]) -> dict[str, object]:
     import torch
 
     from dashboards.peaks import peak_bandwidth
+    from runner.engine.gpu_blocks import TorchCuda
 
     m, k, n = shape
     props = torch.cuda.get_device_properties(0)
@@ -206,26 +201,26 @@ def decode_timings(shape: tuple[int, int, int]) -> dict[str, object]:
     x = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
     copies = max(4, -(-4 * l2 // weight_bytes))  # together at least 4x L2
     weights = [torch.randn(n, k, dtype=torch.bfloat16, device="cuda") for _ in range(copies)]
-    flush = torch.zeros(max(2 * l2, 256 * 2**20) // 8, dtype=torch.int64, device="cuda")
+    gpu = TorchCuda()  # its L2 flush, as the runner's timing evicts L2
 
-    def per_call_flushed(graph, calls: int = 50) -> float:
+    def per_call_flushed(replay, calls: int = 50) -> float:
         spans = []
         torch.cuda._sleep(int(5e6))
         for _ in range(calls):
-            flush.sum()
+            gpu.flush_l2()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            graph.replay()
+            replay()
             end.record()
             spans.append((start, end))
         torch.cuda.synchronize()
         times = sorted(s.elapsed_time(e) for s, e in spans)
         return times[len(times) // 2]
 
-    one = capture(lambda: torch.nn.functional.linear(x, weights[0]), 1)
+    one = capture(lambda: torch.nn.functional.linear(x, weights[0]))
     empty_target = torch.zeros(1, device="cuda")
-    empty = capture(lambda: empty_target.add_(1), 1)
-    rotating = capture(lambda: [torch.nn.functional.linear(x, w) for w in weights], 1)
+    empty = capture(lambda: empty_target.add_(1))
+    rotating = capture(lambda: [torch.nn.functional.linear(x, w) for w in weights])
     for _ in range(5):  # clocks up
         per_call_flushed(one)
     found = {
@@ -235,10 +230,8 @@ def decode_timings(shape: tuple[int, int, int]) -> dict[str, object]:
         "empty_graph_per_call_flushed_ms": per_call_flushed(empty),
         "rotating_copies_ms": replay_ms(rotating, 50) / copies,
         "one_weight_back_to_back_ms": replay_ms(one, REPLAYS),
-        "flush_read_ms": None,
+        "flush_read_ms": replay_ms(capture(gpu.flush_l2), 20),
     }
-    flush_graph = capture(lambda: flush.sum(), 1)
-    found["flush_read_ms"] = replay_ms(flush_graph, 20)
     if bound_ms:
         for key in ("per_call_flushed_ms", "rotating_copies_ms", "one_weight_back_to_back_ms"):
             found[key.replace("_ms", "_x_bound")] = round(found[key] / bound_ms, 2)
