@@ -48,14 +48,15 @@ def test_results_keep_every_value_as_given(db, store):
     identity = digest("m")
     store.insert_series({identity: series_info("m")})
     series_ids = store.ids_by_identity(Series, [identity])
-    store.insert_results(upload.pk, [
+    meanwhile = store.insert_results(upload.pk, [
         ResultInfo(run="r", series=identity, timestamp=1_760_000_000,
                    values=[1.5, math.inf, math.nan], value=1.5, target=None,
                    string_values=None, extra_info={"unit": AWKWARD}, unknown=None),
         ResultInfo(run="r", series=identity, timestamp=1_760_000_001, values=[],
                    value=None, target=2.0, string_values=["pass"], extra_info=None,
                    unknown={"notes": AWKWARD}),
-    ], {"r": run.pk}, series_ids)
+    ], {"r": run.pk}, series_ids, meanwhile=lambda: "worked out meanwhile")
+    assert meanwhile == "worked out meanwhile"
     first, second = Result.objects.order_by("timestamp")
     assert first.values[:2] == [1.5, math.inf] and math.isnan(first.values[2])
     assert (first.value, first.extra_info, first.timestamp.timestamp()) == (

@@ -81,6 +81,7 @@ class FastPath:
         self.normalizer = normalizer
         self.batch = normalizer.batch
         self.runs: dict[tuple, str] = {}
+        self.last_run: tuple = ((), "")  # the previous record's run: its parts and identity
         self.key: tuple | None = None
         self.meta: dict = {}
         self.problems = Problems("")
@@ -126,13 +127,17 @@ class FastPath:
         run_extra = {} if optional == _NO_OPTIONAL_FIELDS else {
             name: value for name, value in zip(OPTIONAL_RUN_FIELDS, optional, strict=True)
             if value is not msgspec.UNSET}
-        # Raw JSON text never holds a NUL byte: joined with one, the parts stay apart (and
-        # one bytes object hashes once, however often the caches look it up).
-        run_key = (given, _SEPARATOR.join((record.runners, record.dependencies)),
-                   *run_extra.items())
+        parts = (given, record.runners, record.dependencies, optional)
+        if parts == self.last_run[0]:  # most records share their run with the previous one
+            run_key, run = None, self.last_run[1]
+        else:
+            # Raw JSON text never holds a NUL byte: joined with one, the parts stay apart
+            # (and one bytes object hashes once, however often the caches look it up).
+            run_key = (given, _SEPARATOR.join((record.runners, record.dependencies)),
+                       *run_extra.items())
+            run = self.runs.get(run_key)
         series_key = (meta["repo"], metric.name, _SEPARATOR.join((
             record.benchmark, record.model, record.inputs, record.runners)))
-        run = self.runs.get(run_key)
         series = SERIES_CACHE.get(series_key)
         if run is None or series is None:
             result = _decoded(record, self.normalizer, meta, run_extra, metric_extra, values,
@@ -140,9 +145,12 @@ class FastPath:
             if result is None:
                 return None
             orjson.dumps(self.batch.runs[result.run].runners)
-            self.runs[run_key] = result.run
+            if run_key is not None:
+                self.runs[run_key] = result.run
+            self.last_run = (parts, result.run)
             SERIES_CACHE.put(series_key, (result.series, self.batch.series[result.series]))
             return result
+        self.last_run = (parts, run)
         self.batch.series.setdefault(series[0], series[1])
         return ResultInfo(
             run=run, series=series[0], timestamp=meta["timestamp"], values=values,

@@ -9,9 +9,9 @@ exercised by the same tests, run on each database.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from django.db import transaction
@@ -22,7 +22,7 @@ from django.db.models.functions import Greatest
 from benchsite.caching import ProcessCache
 from benchsite.results.environment import environment_fields
 from benchsite.results.ingest.normalize import Batch, ResultInfo, SeriesInfo
-from benchsite.results.ingest.summaries import summarize_batch
+from benchsite.results.ingest.summaries import add_rows, batch_rows
 from benchsite.results.models import Result, Run, Series, Upload
 
 # Series ids by (database alias, identity), kept across uploads by this process. Looking ids
@@ -30,6 +30,8 @@ from benchsite.results.models import Result, Run, Series, Upload
 # still exist (a flushed or restored database invalidates the whole cache). Ids are
 # remembered when the transaction that saw them commits: a rolled-back upload adds nothing.
 SERIES_IDS = ProcessCache(maxsize=200_000)
+
+T = TypeVar("T")
 
 
 class Store:
@@ -55,16 +57,11 @@ class Store:
                 ignore_conflicts=True,
             )
             run_ids.update(self.ids_by_identity(Run, [run.identity for run in new_runs]))
-        self.insert_results(upload.pk, batch.results, run_ids, self.series_ids(batch.series))
-        summarize_batch(batch, run_ids)
-
-        counts: dict[int, int] = {}
-        latest: dict[int, int] = {}
-        for result in batch.results:
-            run_id = run_ids[result.run]
-            counts[run_id] = counts.get(run_id, 0) + 1
-            if result.timestamp > latest.get(run_id, 0):
-                latest[run_id] = result.timestamp
+        # The summaries and run totals are worked out while the database writes the results.
+        summary_rows, counts, latest = self.insert_results(
+            upload.pk, batch.results, run_ids, self.series_ids(batch.series),
+            meanwhile=lambda: (batch_rows(batch, run_ids), *_run_totals(batch.results, run_ids)))
+        add_rows(summary_rows)
         for run_id, count in counts.items():
             Run.objects.filter(pk=run_id).update(
                 result_count=F("result_count") + count,
@@ -112,7 +109,11 @@ class Store:
         raise NotImplementedError
 
     def insert_results(self, upload_id: int, results: list[ResultInfo],
-                       run_ids: dict[str, int], series_ids: dict[str, int]) -> None:
+                       run_ids: dict[str, int], series_ids: dict[str, int],
+                       meanwhile: Callable[[], T]) -> T:
+        """Insert the results and return what `meanwhile` returns: it is called once, where
+        the database may still be writing them (after the last row is sent, on PostgreSQL),
+        so that Python work that does not need them overlaps the database's."""
         raise NotImplementedError
 
     def refresh_statistics(self, vacuum: bool = False) -> None:
@@ -146,7 +147,7 @@ class OrmStore(Store):
             batch_size=2000, ignore_conflicts=True,
         )
 
-    def insert_results(self, upload_id, results, run_ids, series_ids):
+    def insert_results(self, upload_id, results, run_ids, series_ids, meanwhile):
         Result.objects.bulk_create(
             (Result(series_id=series_ids[r.series], run_id=run_ids[r.run], upload_id=upload_id,
                     timestamp=moment(r.timestamp), value=r.value, values=r.values,
@@ -154,6 +155,7 @@ class OrmStore(Store):
                     unknown=r.unknown) for r in results),
             batch_size=2000,
         )
+        return meanwhile()
 
     def refresh_statistics(self, vacuum=False):
         """Nothing: SQLite plans the dashboards' queries well without statistics."""
@@ -206,7 +208,7 @@ class CopyStore(Store):
                            "ON CONFLICT (identity) DO NOTHING")
             cursor.execute("DROP TABLE new_series")
 
-    def insert_results(self, upload_id, results, run_ids, series_ids):
+    def insert_results(self, upload_id, results, run_ids, series_ids, meanwhile):
         def lines():
             upload = str(upload_id)
             times: dict[int, str] = {}
@@ -222,15 +224,19 @@ class CopyStore(Store):
                 ))
 
         with self.connection.cursor() as cursor:
-            self._copy(cursor, Result._meta.db_table, self.RESULT_COLUMNS, lines())
+            return self._copy(cursor, Result._meta.db_table, self.RESULT_COLUMNS, lines(),
+                              meanwhile)
 
     def refresh_statistics(self, vacuum=False):
         with self.connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE" if vacuum else "ANALYZE")
 
-    def _copy(self, cursor, table: str, columns: tuple[str, ...], lines: Iterable[str]) -> None:
+    def _copy(self, cursor, table: str, columns: tuple[str, ...], lines: Iterable[str],
+              meanwhile: Callable[[], T] = lambda: None) -> T:
         """COPY rows given as lines in PostgreSQL's text format, built by the caller, sent in
-        chunks of COPY_CHUNK lines."""
+        chunks of COPY_CHUNK lines; returns what `meanwhile` returns, called after the last
+        is sent, while the server (another process) is still writing them and their index
+        entries."""
         quoted = ", ".join(f'"{column}"' for column in columns)
         with cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
             chunk = []
@@ -243,6 +249,20 @@ class CopyStore(Store):
             if chunk:
                 chunk.append("")
                 copy.write("\n".join(chunk))
+            return meanwhile()
+
+
+def _run_totals(results: list[ResultInfo],
+                run_ids: dict[str, int]) -> tuple[dict[int, int], dict[int, int]]:
+    """Each run's number of results and latest result time in `results`."""
+    counts: dict[int, int] = {}
+    latest: dict[int, int] = {}
+    for result in results:
+        run_id = run_ids[result.run]
+        counts[run_id] = counts.get(run_id, 0) + 1
+        if result.timestamp > latest.get(run_id, 0):
+            latest[run_id] = result.timestamp
+    return counts, latest
 
 
 def store_for(connection: BaseDatabaseWrapper) -> Store:

@@ -41,8 +41,9 @@ def _add(total: list, value: float | None, string_values: list[str] | None) -> N
         total[4] += string_values[0] in PASS_VALUES
 
 
-def summarize_batch(batch: Batch, run_ids: dict[str, int]) -> None:
-    """Add a stored batch's results to its runs' summaries."""
+def batch_rows(batch: Batch, run_ids: dict[str, int]) -> list[tuple]:
+    """The summary rows of a batch's results (for `add_rows`): plain Python, which ingestion
+    does while the database writes the batch's results."""
     totals: dict[tuple, list] = {}
     group_of, series = operator.attrgetter(*GROUP), batch.series
     for result in batch.results:
@@ -56,7 +57,7 @@ def summarize_batch(batch: Batch, run_ids: dict[str, int]) -> None:
         run = batch.runs[run_identity]
         rows.append((run_ids[run_identity], run.repo, run.head_branch,
                      datetime.fromtimestamp(run.timestamp, tz=UTC), *group, *total))
-    _upsert(rows)
+    return rows
 
 
 def resummarize_runs(run_ids: list[int]) -> None:
@@ -75,11 +76,11 @@ def resummarize_runs(run_ids: list[int]) -> None:
         if total is None:
             total = totals[key] = [0, 0, 0.0, 0, 0]
         _add(total, value, string_values)
-    _upsert([(run_id, *runs[run_id], *group, *total)
-             for (run_id, *group), total in totals.items()])
+    add_rows([(run_id, *runs[run_id], *group, *total)
+              for (run_id, *group), total in totals.items()])
 
 
-def _upsert(rows: list[tuple]) -> None:
+def add_rows(rows: list[tuple]) -> None:
     """Add rows of (run_id, repo, branch, timestamp, *GROUP, *TOTALS) to the summaries.
     The timestamp is adapted as the ORM adapts it, so that ORM lookups on it match on every
     database (SQLite stores text, and a datetime adapted by its driver is other text)."""
@@ -99,7 +100,7 @@ SLICE = ("repo", "branch", *GROUP)
 
 
 def _upsert_slices(rows: list[tuple]) -> None:
-    """Add the slices of summary rows (as `_upsert` takes them), each keeping its newest
+    """Add the slices of summary rows (as `add_rows` takes them), each keeping its newest
     run's time."""
     newest: dict[tuple, datetime] = {}
     for row in rows:

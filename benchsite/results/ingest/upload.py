@@ -7,11 +7,9 @@ the raw payload, from which `rederive` can store the results again.
 
 from __future__ import annotations
 
-import gc
 import gzip
 import hashlib
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from benchsite.gc_pause import gc_paused
 from benchsite.results.ingest import mixed, parse
 from benchsite.results.ingest.normalize import Batch
 from benchsite.results.ingest.store import store_for
@@ -87,6 +86,17 @@ def store_upload(
         _check_repos(token, repeat.repos)  # a replay tells nothing to a token of other repos
         return Stored(repeat, created=False)
 
+    # Parsing and storing allocate hundreds of thousands of small acyclic objects: with the
+    # collector on, its collections walked them again and again (a fifth of an upload's
+    # time). Paused until the batch is freed (by reference counting) as `_store` returns.
+    with gc_paused():
+        return _store(body, metadata, digest, token, idempotency_key, source, payload_gzip,
+                      announce)
+
+
+def _store(body: bytes, metadata: dict[str, Any], digest: str, token: UploadToken | None,
+           idempotency_key: str | None, source: str, payload_gzip: bytes | None,
+           announce: bool) -> Stored:
     batch = _normalize(body, metadata, received=datetime.now(UTC))
     _check_repos(token, batch.repos)
 
@@ -122,6 +132,7 @@ def store_upload(
     return Stored(upload, created=True)
 
 
+@gc_paused()  # as store_upload
 def rederive(upload: Upload) -> int:
     """Store an upload's results again from its raw payload (after a normalisation change);
     returns the number of results. Missing timestamps again mean the upload's time."""
@@ -147,31 +158,18 @@ def rederive(upload: Upload) -> int:
 def _normalize(body: bytes, metadata: dict[str, Any], received: datetime) -> Batch:
     """The batch of a body, record by record (`ingest.mixed`)."""
     defaults = {"timestamp": int(received.timestamp()), **metadata}
-    with _cyclic_gc_paused():
-        try:
-            records, envelope = parse.split_body(body)
-            batch, errors, count = mixed.normalize(
-                records, {**defaults, **envelope}, escaped_nul=b"\\u0000" in body)
-        except parse.BodyError as error:
-            raise UploadRefused([str(error)]) from None
-        del records
+    try:
+        records, envelope = parse.split_body(body)
+        batch, errors, count = mixed.normalize(
+            records, {**defaults, **envelope}, escaped_nul=b"\\u0000" in body)
+    except parse.BodyError as error:
+        raise UploadRefused([str(error)]) from None
+    del records
     if errors:
         raise UploadRefused(errors, count)
     return batch
 
 
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Parsing allocates millions of small acyclic objects, which would trigger the cyclic
-    collector again and again for nothing (half the parse time); reference counting frees
-    them anyway."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _check_repos(token: UploadToken | None, repos: Iterable[str]) -> None:
