@@ -62,7 +62,7 @@ def _span(counts: set[int]) -> str:
 def page_urls() -> dict[str, list[str]]:
     from urllib.parse import urlencode
 
-    from benchsite.results.models import Run, RunSummary
+    from benchsite.results.models import RunSummary
     from dashboards.pages.common import latest_shas
 
     def url(path, **params):
@@ -136,9 +136,31 @@ def page_urls() -> dict[str, list[str]]:
     pages["reports"] = [url("/regressions/reports/")]
     reports = NightlyReport.objects.order_by("-day", "pk").values_list("pk", flat=True)[:3]
     pages["report"] = [f"/regressions/reports/{pk}/" for pk in reports]
-    runs = Run.objects.order_by("-timestamp").values_list("pk", flat=True)
-    pages["run"] = [f"/runs/{pk}/" for pk in list(runs[:3]) + list(runs[1000:1003])]
+    pages["run"] = [f"/runs/{pk}/" for pk in run_samples()]
     return {name: urls for name, urls in pages.items() if urls}
+
+
+def run_samples() -> list[int]:
+    """Runs whose pages are timed: the newest three, and the three largest of the newest
+    night and of the night 30 days before it (another month's partition). The same nightly
+    jobs at every size of a seeded history, so `perf/growth.py` times the same kinds of
+    runs at 1M as at 10M (the 1,000th newest runs it took before did not exist at 1M)."""
+    from datetime import timedelta
+
+    from benchsite.results.models import Run
+
+    runs = Run.objects.order_by("-timestamp")
+    newest = runs.values_list("timestamp", flat=True).first()
+    if newest is None:
+        return []
+    picked = list(runs.values_list("pk", flat=True)[:3])
+    for days in (0, 30):
+        night = newest - timedelta(days=days)
+        picked += [pk for pk in runs.filter(timestamp__gt=night - timedelta(days=1),
+                                            timestamp__lte=night)
+                   .order_by("-result_count", "-timestamp").values_list("pk", flat=True)[:3]
+                   if pk not in picked]
+    return picked
 
 
 # The variants of each page: (label, query added); the pages answer ?format=json, the API
