@@ -1,14 +1,18 @@
 """Each database's store (COPY on PostgreSQL, the ORM elsewhere) writes the same rows: these
 tests run on whichever database the suite runs on, and the suite runs on both."""
 
+import gc
+import json
 import math
 
 import pytest
 from django.db import connection
 
+from benchsite.results.ingest import UploadRefused, store_upload
 from benchsite.results.ingest.normalize import ResultInfo, SeriesInfo, digest
 from benchsite.results.ingest.store import CopyStore, OrmStore, store_for
 from benchsite.results.models import Result, Run, Series, Upload
+from tests.results.samples import META, TORCHAO, record
 
 AWKWARD = 'tab\there, newline\nthere, back\\slash and "quotes"'
 
@@ -68,3 +72,21 @@ def test_results_keep_every_value_as_given(db, store):
 def test_statistics_can_be_refreshed_after_a_bulk_load(transactional_db, store):
     store.refresh_statistics()  # VACUUM cannot run inside a transaction: hence this fixture
     store.refresh_statistics(vacuum=True)
+
+
+def test_an_upload_is_stored_with_the_cyclic_collector_paused_and_resumed_after(db, monkeypatch):
+    seen = []
+    original = type(store_for(connection)).insert_results
+
+    def insert_results(self, *args, **kwargs):
+        seen.append(gc.isenabled())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(store_for(connection)), "insert_results", insert_results)
+    assert gc.isenabled()
+    good = record(TORCHAO, metric={"name": "Fwd Speedup (x)", "benchmark_values": [1.5]})
+    store_upload(json.dumps([good]).encode(), metadata=META)
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(UploadRefused):
+        store_upload(json.dumps([good, {"benchmark": 1}]).encode(), metadata=META)
+    assert gc.isenabled()  # resumed after a refused upload too
