@@ -152,11 +152,12 @@ def _chart(title, rows, buckets, y_title, value_of, count_field) -> dict:
     for row in rows:
         by_group.setdefault(row["line"], {})[row["bucket"]] = row
     series = []
+    x = [bucket.isoformat() for bucket in buckets]  # one list for every line
     for name, found in sorted(by_group.items()):
         cells = [found.get(bucket) for bucket in buckets]
         series.append({
             "name": name,
-            "x": [bucket.isoformat() for bucket in buckets],
+            "x": x,
             "y": [value_of(cell) if cell else None for cell in cells],
             "text": [f"{cell[count_field]} points, {cell['runs']} runs" if cell else "missing"
                      for cell in cells],
@@ -190,10 +191,13 @@ def _points_table(points, passes, lines) -> Table:
     passrates = {(row["bucket"], row["line"]): row for row in passes}
     table = Table("points", ["time", lines, "geomean", "points", "runs", "passrate %",
                              "pass / total"], [])
+    times: dict = {}  # a bucket's text, made once for all its lines
     for row in points:
         passed = passrates.get((row["bucket"], row["line"]))
+        time = times.get(row["bucket"]) or times.setdefault(row["bucket"],
+                                                            row["bucket"].isoformat())
         table.rows.append([
-            row["bucket"].isoformat(), row["line"],
+            time, row["line"],
             math.exp(row["log_sum"] / row["log_count"]) if row["log_count"] else None,
             row["log_count"], row["runs"],
             round(100 * passed["passed"] / passed["total"], 2) if passed and passed["total"]
