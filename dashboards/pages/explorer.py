@@ -156,7 +156,8 @@ def _most_changed(candidates: list[Series], in_range) -> list[Series]:
         return abs(last / first - 1) if two and first else -1.0
 
     shown = sorted(candidates, key=change, reverse=True)[:MAX_LINES]
-    return sorted(shown, key=candidates.index)
+    order = {item.pk: position for position, item in enumerate(candidates)}
+    return sorted(shown, key=lambda item: order[item.pk])
 
 
 def _charts(series, points, names, changes) -> list[dict]:
