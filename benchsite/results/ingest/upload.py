@@ -62,6 +62,10 @@ def content_hash(body: bytes, metadata: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
+# Parsing and storing allocate hundreds of thousands of small acyclic objects: with the
+# collector on, its collections walked them again and again (a fifth of an upload's time).
+# Paused until the call returns, when the batch is freed by reference counting.
+@gc_paused()
 def store_upload(
     body: bytes,
     *,
@@ -86,17 +90,6 @@ def store_upload(
         _check_repos(token, repeat.repos)  # a replay tells nothing to a token of other repos
         return Stored(repeat, created=False)
 
-    # Parsing and storing allocate hundreds of thousands of small acyclic objects: with the
-    # collector on, its collections walked them again and again (a fifth of an upload's
-    # time). Paused until the batch is freed (by reference counting) as `_store` returns.
-    with gc_paused():
-        return _store(body, metadata, digest, token, idempotency_key, source, payload_gzip,
-                      announce)
-
-
-def _store(body: bytes, metadata: dict[str, Any], digest: str, token: UploadToken | None,
-           idempotency_key: str | None, source: str, payload_gzip: bytes | None,
-           announce: bool) -> Stored:
     batch = _normalize(body, metadata, received=datetime.now(UTC))
     _check_repos(token, batch.repos)
 
@@ -132,7 +125,7 @@ def _store(body: bytes, metadata: dict[str, Any], digest: str, token: UploadToke
     return Stored(upload, created=True)
 
 
-@gc_paused()  # as store_upload
+@gc_paused()  # as store_upload (above)
 def rederive(upload: Upload) -> int:
     """Store an upload's results again from its raw payload (after a normalisation change);
     returns the number of results. Missing timestamps again mean the upload's time."""
@@ -168,8 +161,6 @@ def _normalize(body: bytes, metadata: dict[str, Any], received: datetime) -> Bat
     if errors:
         raise UploadRefused(errors, count)
     return batch
-
-
 
 
 def _check_repos(token: UploadToken | None, repos: Iterable[str]) -> None:
