@@ -450,3 +450,31 @@ class SummarySlice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.repo}@{self.branch} {self.benchmark} {self.dtype} {self.metric}"
+
+
+class RunBenchmark(models.Model):
+    """A run that measured a benchmark on a device (one row per run, benchmark and arch):
+    what the commit pickers and page defaults read to find a benchmark's latest commits.
+
+    Finding them in runs (each probed for a summary of the benchmark) cost 15-40 ms at 10M
+    seeded results and grew with every night; this index reads about one row per run shown.
+    Ingestion keeps it with the summaries (`ingest.summaries`), with the run's commit and
+    start time (moved earlier with the run's, `ingest.store`)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, db_constraint=False,
+                            related_name="benchmarks")
+    repo = models.CharField(max_length=255)
+    branch = models.CharField(max_length=255)
+    head_sha = models.CharField(max_length=255)
+    timestamp = models.DateTimeField(help_text="the run's start")
+    benchmark = models.CharField(max_length=255)
+    arch = models.CharField(max_length=255)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "benchmark", "arch"],
+                                               name="run_benchmark_arch")]
+        indexes = [models.Index(fields=["repo", "benchmark", "branch", "-timestamp"]),
+                   models.Index(fields=["repo", "benchmark", "branch", "arch", "-timestamp"])]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.benchmark} on {self.arch or '-'}"

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import CharField, Exists, Func, OuterRef
+from django.db.models import CharField, Func
 from django.urls import reverse
 
 from benchsite.comparison.directions import HIGHER
-from benchsite.results.models import Run, RunSummary
+from benchsite.results.models import RunBenchmark
 
 
 @dataclass(frozen=True)
@@ -209,11 +209,9 @@ def latest_shas(repo: str, benchmark: str, branch: str, limit: int = 120,
                 arch: str | None = None) -> list[tuple]:
     """(sha, time) of the latest commits with results of `benchmark` (on `arch`, when
     given), newest first."""
-    has_benchmark = RunSummary.objects.filter(run=OuterRef("pk"), benchmark=benchmark,
-                                              **({"arch": arch} if arch else {}))
-    rows = (Run.objects.filter(repo=repo, head_branch=branch)
-            .filter(Exists(has_benchmark)).order_by("-timestamp")
-            .values_list("head_sha", "timestamp")[: limit * 10])
+    rows = (RunBenchmark.objects.filter(repo=repo, benchmark=benchmark, branch=branch,
+                                        **({"arch": arch} if arch else {}))
+            .order_by("-timestamp", "-run_id").values_list("head_sha", "timestamp")[: limit * 10])
     seen: dict[str, object] = {}
     for sha, when in rows:
         if sha not in seen:

@@ -6,7 +6,7 @@ from django.db.models import Max
 
 from benchsite.results.ingest import delete_uploads, store_upload
 from benchsite.results.ingest.summaries import SLICE, resummarize_runs
-from benchsite.results.models import Run, RunSummary, SummarySlice
+from benchsite.results.models import Run, RunBenchmark, RunSummary, SummarySlice
 from tests.results.samples import INDUCTOR_ACCURACY, META, TORCHAO, record
 
 
@@ -115,3 +115,34 @@ def test_deleting_uploads_takes_their_slices_and_newest_times_back(db):
     }
     delete_uploads([first.pk])
     assert not SummarySlice.objects.exists()
+
+
+def run_benchmarks():
+    return {(b.run.head_sha[0], b.branch, b.benchmark, b.arch, b.timestamp.timestamp())
+            for b in RunBenchmark.objects.select_related("run")}
+
+
+def test_run_benchmarks_are_kept_with_the_summaries_their_commit_and_start(db):
+    """One row per run, benchmark and device, with the run's commit and start: moved earlier
+    when a later upload continues the run from an earlier time, rebuilt by a rederive, gone
+    with the uploads."""
+    first = store([speedup("a", 2.0), accuracy("m1", "pass")])
+    newer = {**META, "head_sha": "b" * 40, "timestamp": META["timestamp"] + 86400}
+    store_upload(json.dumps([speedup("a", 3.0)]).encode(), metadata=newer)
+    assert run_benchmarks() == {
+        ("a", "main", TORCHAO["benchmark"]["name"], "NVIDIA H100 80GB HBM3", META["timestamp"]),
+        ("a", "main", INDUCTOR_ACCURACY["benchmark"]["name"], "NVIDIA A100-SXM4-40GB",
+         META["timestamp"]),
+        ("b", "main", TORCHAO["benchmark"]["name"], "NVIDIA H100 80GB HBM3",
+         META["timestamp"] + 86400),
+    }
+    earlier = {**newer, "timestamp": META["timestamp"] + 3600}  # the same run, started earlier
+    store_upload(json.dumps([speedup("c", 1.0)]).encode(), metadata=earlier)
+    assert ("b", "main", TORCHAO["benchmark"]["name"], "NVIDIA H100 80GB HBM3",
+            META["timestamp"] + 3600) in run_benchmarks()
+    assert Run.objects.count() == 2 and RunBenchmark.objects.count() == 3
+    before = run_benchmarks()
+    call_command("rederive_uploads", str(first.pk))
+    assert run_benchmarks() == before
+    delete_uploads([first.pk])
+    assert {row[0] for row in run_benchmarks()} == {"b"}

@@ -23,7 +23,7 @@ from benchsite.caching import ProcessCache
 from benchsite.results.environment import environment_fields
 from benchsite.results.ingest.normalize import Batch, ResultInfo, SeriesInfo
 from benchsite.results.ingest.summaries import add_rows, batch_rows
-from benchsite.results.models import Result, Run, Series, Upload
+from benchsite.results.models import Result, Run, RunBenchmark, Series, Upload
 
 # Series ids by (database alias, identity), kept across uploads by this process. Looking ids
 # up by id is several times cheaper than by identity, so cached ids are only checked to
@@ -67,8 +67,9 @@ class Store:
                 result_count=F("result_count") + count,
                 last_timestamp=Greatest("last_timestamp", Value(moment(latest[run_id]))))
         for run in batch.runs.values():  # a run continued by a later upload may start earlier
-            Run.objects.filter(pk=run_ids[run.identity], timestamp__gt=moment(run.timestamp)
-                               ).update(timestamp=moment(run.timestamp))
+            start, run_id = moment(run.timestamp), run_ids[run.identity]
+            if Run.objects.filter(pk=run_id, timestamp__gt=start).update(timestamp=start):
+                RunBenchmark.objects.filter(run_id=run_id).update(timestamp=start)
 
     def series_ids(self, series: dict[str, SeriesInfo]) -> dict[str, int]:
         """The ids of these series by identity, creating the new ones."""

@@ -1,6 +1,7 @@
 """Run summaries (`RunSummary`): one row per run and model-less slice, what the trends and
-recipes pages read instead of results; and the slices themselves (`SummarySlice`: one row per
-repo, branch and slice, with its newest run's time), what pickers offer.
+recipes pages read instead of results; the slices themselves (`SummarySlice`: one row per
+repo, branch and slice, with its newest run's time), what pickers offer; and each run's
+benchmarks and devices (`RunBenchmark`), where the commit pickers find the latest commits.
 
 Ingestion adds each upload's totals, computed from the batch it already holds (one small
 upsert, no re-reading of the rows just written), and its slices; `resummarize_runs` rebuilds
@@ -18,7 +19,7 @@ from django.db import connection
 from django.db.models import Max
 
 from benchsite.results.ingest.normalize import Batch
-from benchsite.results.models import Result, Run, RunSummary, SummarySlice
+from benchsite.results.models import Result, Run, RunBenchmark, RunSummary, SummarySlice
 
 # Accuracy results that count as a pass, as the PyTorch HUD counts them.
 PASS_VALUES = ("pass", "pass_due_to_skip", "eager_variation")
@@ -63,6 +64,7 @@ def batch_rows(batch: Batch, run_ids: dict[str, int]) -> list[tuple]:
 def resummarize_runs(run_ids: list[int]) -> None:
     """Rebuild the summaries of these runs from all their results."""
     RunSummary.objects.filter(run_id__in=run_ids).delete()
+    RunBenchmark.objects.filter(run_id__in=run_ids).delete()
     runs = {run_id: (repo, branch, started) for run_id, repo, branch, started in
             Run.objects.filter(pk__in=run_ids).values_list("pk", "repo", "head_branch",
                                                             "timestamp")}
@@ -94,6 +96,7 @@ def add_rows(rows: list[tuple]) -> None:
     with connection.cursor() as cursor:
         cursor.executemany(sql, [(*row[:3], adapt(row[3]), *row[4:]) for row in rows])
     _upsert_slices(rows)
+    _add_run_benchmarks(rows)
 
 
 SLICE = ("repo", "branch", *GROUP)
@@ -118,6 +121,23 @@ def _upsert_slices(rows: list[tuple]) -> None:
     adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
         cursor.executemany(sql, [(*key, adapt(at)) for key, at in newest.items()])
+
+
+BENCHMARK, ARCH = 4 + GROUP.index("benchmark"), 4 + GROUP.index("arch")  # in a row
+
+
+def _add_run_benchmarks(rows: list[tuple]) -> None:
+    """Add the runs' benchmarks and devices of summary rows (as `add_rows` takes them), with
+    each run's commit and start as stored."""
+    pairs = sorted({(row[0], row[BENCHMARK], row[ARCH]) for row in rows})
+    if not pairs:
+        return
+    table, runs = RunBenchmark._meta.db_table, Run._meta.db_table
+    sql = (f"INSERT INTO {table} (run_id, repo, branch, head_sha, timestamp, benchmark, arch) "
+           f"SELECT id, repo, head_branch, head_sha, timestamp, %s, %s FROM {runs} "
+           "WHERE id = %s ON CONFLICT (run_id, benchmark, arch) DO NOTHING")
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, [(benchmark, arch, run_id) for run_id, benchmark, arch in pairs])
 
 
 def refresh_slices(branches: set[tuple[str, str]]) -> None:
