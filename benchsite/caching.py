@@ -32,14 +32,20 @@ class ProcessCache:
         self._lock = threading.Lock()
 
     def get(self, key: Hashable, default: Any = None) -> Any:
-        with self._lock:
-            if not self._lru:
+        if not self._lru:
+            with self._lock:
                 return self._items.get(key, default)
-            value = self._items.get(key, _MISSING)
-            if value is _MISSING:
-                return default
+        # Without the lock (ingestion looks up twice a record: the lock tripled the cost):
+        # each OrderedDict call is atomic under the GIL, and an entry another thread drops
+        # between the two is simply not moved.
+        value = self._items.get(key, _MISSING)
+        if value is _MISSING:
+            return default
+        try:  # noqa: SIM105 (contextlib.suppress would cost more than the lookup)
             self._items.move_to_end(key)
-            return value
+        except KeyError:
+            pass
+        return value
 
     def put(self, key: Hashable, value: Any) -> None:
         self.update({key: value})

@@ -87,19 +87,13 @@ class FastPath:
         self.problems = Problems("")
 
     def decode(self, raw: bytes | msgspec.Raw) -> ResultInfo | None:
-        """The result of one record's JSON text; None when the general path must decide."""
+        """The result of one record's JSON text (its run and series added to the batch);
+        None when the general path must decide (orjson refuses what no digest or JSON column
+        can hold)."""
         try:
-            record = _RECORD.decode(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            return None
-        return self.result(record)
-
-    def result(self, record: RawRecord) -> ResultInfo | None:
-        """The result of a decoded record (its runs and series added to the batch); None
-        when the general path must decide."""
-        try:
-            return self._result(record)
-        except orjson.JSONEncodeError:  # what no digest or JSON column can hold
+            return self._result(_RECORD.decode(raw))
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError,
+                orjson.JSONEncodeError):
             return None
 
     def _result(self, record: RawRecord) -> ResultInfo | None:
@@ -152,11 +146,11 @@ class FastPath:
             return result
         self.last_run = (parts, run)
         self.batch.series.setdefault(series[0], series[1])
-        return ResultInfo(
-            run=run, series=series[0], timestamp=meta["timestamp"], values=values,
-            value=aggregate(values), target=metric.target_value or None,
-            string_values=string_values or None, extra_info=metric_extra or None,
-            unknown=None)
+        # positionally (run, series, timestamp, values, value, target, string_values,
+        # extra_info, unknown): a record's keywords cost more than the rest of this line
+        return ResultInfo(run, series[0], meta["timestamp"], values, aggregate(values),
+                          metric.target_value or None, string_values or None,
+                          metric_extra or None, None)
 
 
 def _decoded(record: RawRecord, normalizer: Normalizer, meta: dict, run_extra: dict,

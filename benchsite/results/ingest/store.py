@@ -211,18 +211,19 @@ class CopyStore(Store):
 
     def insert_results(self, upload_id, results, run_ids, series_ids, meanwhile):
         def lines():
-            upload = str(upload_id)
-            times: dict[int, str] = {}
+            # The columns after the series, the same for the results of one run and time.
+            middles: dict[tuple[str, int], str] = {}
             for r in results:
-                when = times.get(r.timestamp)
-                if when is None:
-                    when = times[r.timestamp] = moment(r.timestamp).isoformat()
-                yield "\t".join((
-                    str(series_ids[r.series]), str(run_ids[r.run]), upload, when,
-                    _copy_float(r.value), "{" + ",".join(map(repr, r.values)) + "}",
-                    _copy_float(r.target), _copy_json(r.string_values),
-                    _copy_json(r.extra_info), _copy_json(r.unknown),
-                ))
+                middle = middles.get((r.run, r.timestamp))
+                if middle is None:
+                    middle = middles[r.run, r.timestamp] = (
+                        f"\t{run_ids[r.run]}\t{upload_id}\t{moment(r.timestamp).isoformat()}\t")
+                values = r.values
+                yield (f"{series_ids[r.series]}{middle}{_copy_float(r.value)}\t"
+                       + (f"{{{values[0]!r}}}\t" if len(values) == 1
+                          else "{" + ",".join(map(repr, values)) + "}\t")
+                       + f"{_copy_float(r.target)}\t{_copy_json(r.string_values)}\t"
+                         f"{_copy_json(r.extra_info)}\t{_copy_json(r.unknown)}")
 
         with self.connection.cursor() as cursor:
             return self._copy(cursor, Result._meta.db_table, self.RESULT_COLUMNS, lines(),
