@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
+from django.db.models import F
 from django.urls import reverse
 
 from benchsite.bisects.models import Source
@@ -62,14 +63,36 @@ def for_cells(job: Job, cells: list[JobCell], absolute: Callable[[str], str]) ->
                   list(common.notes)) for cell in cells]
 
 
-def for_regression(regression: Regression, absolute: Callable[[str], str]) -> Repro:
-    """A regression's series at its last good and first bad commits, with the spec and cell
-    of the job that measured it; the pair as an A/B try job where a source is set up."""
+def for_regressions(regressions: list[Regression],
+                    absolute: Callable[[str], str]) -> list[Repro]:
+    """Each regression's series at its last good and first bad commits, with the spec and
+    cell of the newest job that measured either end; the pair as an A/B try job where a
+    source is set up. The jobs' cells, the sources and the specs are read once for all (an
+    alert group of 144 regressions made 146 queries, 0.4 s)."""
+    ends = {regression.pk: [pk for pk in (regression.first_bad_run_id,
+                                          regression.last_good_run_id) if pk]
+            for regression in regressions}
+    newest: dict[int, JobCell] = {}  # by run: the newest job's cell that stored it
+    for cell in (JobCell.objects.filter(upload__runs__pk__in={pk for runs in ends.values()
+                                                                for pk in runs})
+                 .annotate(run_pk=F("upload__runs__pk")).select_related("job")
+                 .order_by("-job__created_at", "-pk")):
+        newest.setdefault(cell.run_pk, cell)
+    sources = _Sources()
+    specs: dict[int, tuple[str, Repro]] = {}  # by job: its spec's path, the lines to get it
+    repros = []
+    for regression in regressions:
+        cells = [newest[pk] for pk in ends[regression.pk] if pk in newest]
+        cell = max(cells, key=lambda c: (c.job.created_at, c.pk), default=None)
+        repros.append(_for_regression(regression, cell, sources, specs, absolute))
+    return repros
+
+
+def _for_regression(regression: Regression, cell: JobCell | None, sources: _Sources,
+                    specs: dict[int, tuple[str, Repro]],
+                    absolute: Callable[[str], str]) -> Repro:
     series = regression.series
     repro = Repro(f"regression {regression.pk}")
-    runs = [pk for pk in (regression.first_bad_run_id, regression.last_good_run_id) if pk]
-    cell = JobCell.objects.filter(upload__runs__pk__in=runs).select_related("job") \
-        .order_by("-job__created_at", "-pk").first()
     if cell is None:
         repro.notes.append(_no_spec(
             f"repo {series.repo}, branch {regression.branch}, commits "
@@ -77,14 +100,18 @@ def for_regression(regression: Regression, absolute: Callable[[str], str]) -> Re
             f"{series.benchmark!r}, model {series.model!r}, metric {series.metric!r}",
             "both commits"))
         return repro
-    spec = _spec(cell.job, absolute, repro)
-    checkout, prefix = _checkout(series.repo, repro)
-    ends = [("good", regression.last_good_sha), ("bad", regression.first_bad_sha)]
-    for name, sha in ends:
+    if cell.job_id not in specs:
+        getting = Repro("")
+        specs[cell.job_id] = (_spec(cell.job, absolute, getting), getting)
+    spec, getting = specs[cell.job_id]
+    repro.lines += getting.lines
+    repro.notes += getting.notes
+    checkout, prefix = _checkout(series.repo, repro, sources)
+    for name, sha in (("good", regression.last_good_sha), ("bad", regression.first_bad_sha)):
         if sha:
             repro.lines.append(shlex.join(["git", "-C", checkout, "checkout", sha]))
             repro.lines.append(_run(spec, cell.key, prefix, output=f"{name}.json"))
-    source = _source(series.repo)
+    source = sources.of(series.repo)
     if source is not None and regression.last_good_sha:
         repro.lines.append(shlex.join([
             "python", "manage.py", "bench", "ab", "--spec", spec, "--source", source.name,
@@ -136,16 +163,25 @@ def _spec(job: Job, absolute: Callable[[str], str], repro: Repro) -> str:
     return saved
 
 
-def _source(repo: str) -> Source | None:
-    """The one source set up for `repo` (bisects pick it the same way), else None."""
-    sources = list(Source.objects.filter(repo=repo)[:2])
-    return sources[0] if len(sources) == 1 else None
+class _Sources:
+    """The one source set up for each repo (bisects pick it the same way), else None; each
+    repo looked up once."""
+
+    def __init__(self):
+        self._found: dict[str, Source | None] = {}
+
+    def of(self, repo: str) -> Source | None:
+        if repo not in self._found:
+            sources = list(Source.objects.filter(repo=repo)[:2])
+            self._found[repo] = sources[0] if len(sources) == 1 else None
+        return self._found[repo]
 
 
-def _checkout(repo: str, repro: Repro) -> tuple[str, list[str]]:
+def _checkout(repo: str, repro: Repro,
+              sources: _Sources | None = None) -> tuple[str, list[str]]:
     """Where the repo is checked out (the clone command first) and what the runner's command
     needs before it to use that checkout."""
-    source = _source(repo)
+    source = (sources or _Sources()).of(repo)
     location = source.location if source else (
         f"https://github.com/{repo}" if is_repo(repo) else "")
     checkout = PurePosixPath(repo).name or "checkout"

@@ -287,8 +287,7 @@ def build_group(state: State, pk: int) -> Page:
     environment = _shared_environment(summary.members)
     members = Table("members", COLUMNS, [_row(state, m) for m in summary.members])
     uniform = next(iter(summary.states)) if len(summary.states) == 1 else None
-    reproduce = [repro.for_regression(member, state.request.build_absolute_uri)
-                 for member in summary.members]
+    reproduce = repro.for_regressions(summary.members, state.request.build_absolute_uri)
     return Page(
         title=f"Alert group {group.pk}", filters={"group": group.pk},
         tables=[members, Table("group", GROUP_COLUMNS, [_group_row(state, entry)]),
@@ -369,7 +368,7 @@ def build_detail(state: State, pk: int) -> Page:
             s["regression"].get_absolute_url()), s["regression"].kind, s["series"].benchmark,
          s["series"].model, s["series"].metric, s["series"].arch or s["series"].device,
          s["regression"].magnitude, s["regression"].state, s["change"]] for s in siblings])
-    reproduce = [repro.for_regression(regression, state.request.build_absolute_uri)]
+    reproduce = repro.for_regressions([regression], state.request.build_absolute_uri)
     return Page(
         title=f"Regression {regression.pk}",
         filters={"regression": regression.pk, "group": regression.group_id},

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from benchsite.bisects.models import Source
 from benchsite.catalog.management.commands.bench import Command as Bench
 from benchsite.jobs.models import ADHOC_BRANCH, Job, JobCell, adhoc_sha
+from benchsite.regressions.models import AlertGroup
 from benchsite.results.models import Run, Series
 from runner import families
 from runner.engine.selection import select
@@ -110,6 +113,27 @@ def test_an_alert_group_shows_each_members_repro(client, measured):
     assert "--cells" in rows[f"regression {measured.pk}"]["command"]
     assert rows[f"regression {other.pk}"]["command"] is None
     assert 'id="repro"' in client.get(group.get_absolute_url()).content.decode()
+
+
+def test_an_alert_groups_queries_do_not_grow_with_its_members(client, measured):
+    """The members' repros are read together: a group of 144 regressions made 146 queries."""
+    for night in range(6):
+        upload(night, [record(f"m{n}", [1.0] * 3) for n in range(6)], repo="demo/pkg",
+               job=1, head_sha=sha(night))
+    others = [make_regression(Series.objects.get(repo="demo/pkg", model=f"m{n}"), 3)
+              for n in range(6)]
+
+    def queries(group) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(group.get_absolute_url(), {"format": "json"}).status_code == 200
+        return len(captured)
+
+    small = queries(make_group(measured, others[0]))
+    rows = {row["for"]: row for row in repro_rows(
+        client, make_group(measured, *others).get_absolute_url())}
+    assert queries(AlertGroup.objects.get(pk=measured.group_id)) == small
+    assert len(rows) == 7 and "--cells" in rows[f"regression {measured.pk}"]["command"]
+    assert all(rows[f"regression {other.pk}"]["command"] is None for other in others)
 
 
 def test_a_jobs_cells_run_from_the_shipped_spec_at_the_jobs_commit(client):
