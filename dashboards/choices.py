@@ -3,20 +3,20 @@ results."""
 
 from __future__ import annotations
 
-from benchsite.results.models import RunSummary, Series, SummarySlice
+from benchsite.results.models import RunSummary, SummarySlice
 
 
-def series_options(columns: tuple[str, ...], **filters) -> dict[str, list[str]]:
-    """Distinct values of several Series columns among the series matching `filters`, in
-    one scan (the series table is thousands of rows where results are millions)."""
-    rows = Series.objects.filter(**filters).order_by().values_list(*columns).distinct()
+def slice_options(columns: tuple[str, ...], **filters) -> dict[str, list[str]]:
+    """Distinct values of several slice columns (repo, branch or a RunSummary group column)
+    among the slices matching `filters`, in one scan of `SummarySlice` (427 rows at 10M
+    results, where the series table's 29,621 took 7-10 ms a page)."""
+    rows = SummarySlice.objects.filter(**filters).order_by().values_list(*columns).distinct()
     return {column: sorted({row[i] for row in rows}) for i, column in enumerate(columns)}
 
 
 def repos_and_benchmarks(repo: str | None = None) -> tuple[list[str], list[str]]:
-    """All repos, and the benchmarks of `repo` (every benchmark when None)."""
-    pairs = Series.objects.order_by().values_list("repo", "benchmark").distinct()
-    pairs = list(pairs)
+    """All repos with results, and the benchmarks of `repo` (every benchmark when None)."""
+    pairs = list(SummarySlice.objects.order_by().values_list("repo", "benchmark").distinct())
     return (sorted({r for r, _ in pairs}),
             sorted({b for r, b in pairs if repo is None or r == repo}))
 

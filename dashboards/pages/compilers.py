@@ -33,7 +33,7 @@ from benchsite.comparison.directions import metric_directions
 from benchsite.results.fields import OrjsonField
 from benchsite.results.ingest.summaries import PASS_VALUES
 from benchsite.results.models import Result
-from dashboards.choices import series_options, summary_choices
+from dashboards.choices import slice_options, summary_choices
 from dashboards.families import FamilyPage, SubPage, register
 from dashboards.filters import choice, commit_choices, pairs, percent, prefer
 from dashboards.pages.common import (
@@ -114,11 +114,11 @@ class CompilerFilters(FamilyFilters):
     field_order = ["repo", "benchmark", "branch", "arch", "new", "base", "mode", "dtype"]
 
     def options_repo(self, values):
-        return pairs(series_options(("repo",), metric=COMPILE)["repo"])
+        return pairs(slice_options(("repo",), metric=COMPILE)["repo"])
 
     def options_benchmark(self, values):
-        return pairs(series_options(("benchmark",), repo=values["repo"],
-                                    metric=COMPILE)["benchmark"])
+        return pairs(slice_options(("benchmark",), repo=values["repo"],
+                                   metric=COMPILE)["benchmark"])
 
     def default_benchmark(self, values, choices):
         return prefer(choices, COMPILERS_BENCHMARK)
@@ -157,8 +157,8 @@ class ModelFilters(CompilerFilters):
                "suite": ("repo", "benchmark")}
 
     def options_backend(self, values):
-        self.options = series_options(("backend", "suite"), repo=values["repo"],
-                                      benchmark=values["benchmark"], metric=SPEEDUP)
+        self.options = slice_options(("backend", "suite"), repo=values["repo"],
+                                     benchmark=values["benchmark"], metric=SPEEDUP)
         return pairs(self.options["backend"])
 
     def options_suite(self, values):

@@ -10,7 +10,7 @@ from benchsite.comparison.directions import metric_directions
 from benchsite.results import environment_marks
 from benchsite.results.models import Result, Series
 from dashboards import charts
-from dashboards.choices import series_options
+from dashboards.choices import slice_options
 from dashboards.filters import (
     ALL,
     AnyBenchmark,
@@ -66,8 +66,8 @@ class ExplorerFilters(AnyBenchmark, TimeRange):
     facets = FACETS
 
     def options_metric(self, values):
-        self.options = series_options(("metric", "arch", *FACETS), repo=values["repo"],
-                                      benchmark=values["benchmark"])
+        self.options = slice_options(("metric", "arch", *FACETS), repo=values["repo"],
+                                     benchmark=values["benchmark"])
         return [(ALL, "all metrics"), *pairs(self.options["metric"])]
 
     def default_metric(self, values, choices):

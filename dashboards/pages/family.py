@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.urls import reverse
 
 from benchsite.results.models import Result
-from dashboards.choices import series_options
+from dashboards.choices import slice_options
 from dashboards.families import FamilyPage
 from dashboards.filters import (
     BranchAndDevice,
@@ -36,7 +36,7 @@ class FamilyFilters(BranchAndDevice, Filters):
     parents = {"branch": ("repo",), "arch": ("repo", "branch")}
 
     def options_repo(self, values):
-        return pairs(series_options(("repo",), benchmark=self.BENCHMARK)["repo"])
+        return pairs(slice_options(("repo",), benchmark=self.BENCHMARK)["repo"])
 
     def default_repo(self, values, choices):
         return prefer(choices, self.REPO)

@@ -11,7 +11,7 @@ from django.db.models.functions import Trunc
 from benchsite.results import environment_marks
 from benchsite.results.models import RunSummary
 from dashboards import charts
-from dashboards.choices import series_options, slice_choices
+from dashboards.choices import slice_choices, slice_options
 from dashboards.filters import (
     ALL,
     AnyBenchmark,
@@ -55,8 +55,8 @@ class TrendFilters(AnyBenchmark, TimeRange):
     facets = FACETS
 
     def options_metric(self, values):
-        self.options = series_options(("metric", *FACETS), repo=values["repo"],
-                                      benchmark=values["benchmark"])
+        self.options = slice_options(("metric", *FACETS), repo=values["repo"],
+                                     benchmark=values["benchmark"])
         return pairs([m for m in self.options["metric"] if m != ACCURACY])
 
     def facet_options(self, name, values):
