@@ -1,26 +1,34 @@
 """How page time, upload rate, detection time and storage grow with the results table.
 
     .venv/bin/python perf/growth.py [--sizes 1,3,10] [--admin-url URL] [--repeat 5]
+                                    [--rounds 2] [--reuse] [--drop]
 
 For each size (millions of results, smallest first) it recreates the PostgreSQL database
-`benchsite_growth`, migrates it and seeds it with `manage.py seed_history --nights N`: the
-same generator as the 10M latency benchmark (a year of nightly torchao, compiler, vLLM,
-kernel and instruction-count runs), N nights making about that many results. Then, on that
-database:
+`benchsite_growth_SIZE` (`benchsite_growth_1`, `_3`, `_10`), migrates it and seeds it with
+`manage.py seed_history --nights N`: the same generator as the 10M latency benchmark (a
+year of nightly torchao, compiler, vLLM, kernel and instruction-count runs), N nights making
+about that many results. On each database:
 
 - storage: the results table's bytes (heap, TOAST and indexes; all partitions where it is
   partitioned) per result (goal: under 200 bytes);
-- cold: each page's first request in a fresh process (`perf/dashboard_latency.py --cold
-  --only PAGE`), what a user's first click after a deploy costs; target under 1 s;
-- warm: every page's p95 over its filter combinations (`perf/dashboard_latency.py`);
-  target under 200 ms;
 - one more night, stored as the workers and the API store it (`store_upload`, the rows of
   every job of that night): results per second; then detection over that night's runs
   (`detect_runs`, as the task after an upload runs it), in seconds.
 
+Then, with every size seeded, the pages in --rounds rounds, each round visiting the sizes in
+another order (a noisy minute of a shared machine falls on one size in one round, not on
+one size in all), and each figure the median over the rounds:
+- cold: each page's first request in a fresh process (`perf/dashboard_latency.py --cold
+  --only PAGE`), what a user's first click after a deploy costs; target under 1 s;
+- warm: every page's p95 over its filter combinations (`perf/dashboard_latency.py`);
+  target under 200 ms.
+
 The table puts the sizes side by side, with the slope: the largest size's figure over the
 smallest's (a flat cost reads 1.0; the target for p95 is at most 1.5 from 1M to 10M).
-Seeding takes about 90 s a million results on a 2-core machine.
+Seeding takes about 90 s a million results on a 2-core machine. The databases are kept
+(--drop drops them at the end); --reuse measures the pages again on databases a previous
+run seeded (their storage and night figures as that run measured them), seeding only the
+sizes it lacks.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,8 +47,8 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
-DATABASE = "benchsite_growth"
 RESULTS_A_NIGHT = 29_330  # seed_history's generator: 10.7M results over 365 nights
+SEEDED = "perf_growth_seeded"  # a table of one row: what seeding measured (for --reuse)
 
 
 def _env(url: str) -> dict[str, str]:
@@ -47,17 +56,38 @@ def _env(url: str) -> dict[str, str]:
             "DEBUG": "false"}
 
 
-def _recreate(admin_url: str) -> str:
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{DATABASE}"')
-    return psycopg.conninfo.make_conninfo(admin_url, dbname=DATABASE)
+def _database(size: float) -> str:
+    return f"benchsite_growth_{size:g}".replace(".", "_")
+
+
+def _conninfo(admin_url: str, size: float) -> str:
+    return psycopg.conninfo.make_conninfo(admin_url, dbname=_database(size))
 
 
 def _url(conninfo: str) -> str:
     params = psycopg.conninfo.conninfo_to_dict(conninfo)
     return (f"postgres://{params.get('user', 'postgres')}@{params.get('host', '127.0.0.1')}:"
-            f"{params.get('port', 5432)}/{DATABASE}")
+            f"{params.get('port', 5432)}/{params['dbname']}")
+
+
+def _recreate(admin_url: str, size: float, drop_only: bool = False) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{_database(size)}" WITH (FORCE)')
+        if not drop_only:
+            admin.execute(f'CREATE DATABASE "{_database(size)}"')
+
+
+def _seeded(conninfo: str) -> dict | None:
+    """What an earlier run's seeding of this database measured; None if it did not finish
+    (or the database does not exist)."""
+    try:
+        with psycopg.connect(conninfo) as db:
+            row = db.execute(f"SELECT to_regclass('{SEEDED}')").fetchone()
+            if row[0] is None:
+                return None
+            return json.loads(db.execute(f"SELECT figures FROM {SEEDED}").fetchone()[0])
+    except psycopg.OperationalError:
+        return None
 
 
 def _storage(conninfo: str) -> tuple[int, float]:
@@ -68,7 +98,7 @@ def _storage(conninfo: str) -> tuple[int, float]:
             "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM "
             "pg_partition_tree('results_result')), pg_total_relation_size('results_result'))"
         ).fetchone()[0]
-    return results, size / max(results, 1)
+    return results, float(size) / max(results, 1)
 
 
 def _pages(url: str, repeat: int) -> dict[str, dict]:
@@ -129,8 +159,15 @@ def _night(url: str, nights: int) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _measure(size: float, admin_url: str, repeat: int) -> dict:
-    conninfo = _recreate(admin_url)
+def _seed(size: float, admin_url: str, reuse: bool) -> dict:
+    """Seed the size's database and measure storage and one more night; with `reuse`, what
+    an earlier run measured where it seeded this size."""
+    conninfo = _conninfo(admin_url, size)
+    found = _seeded(conninfo) if reuse else None
+    if found is not None:
+        print(f"{size:g}M: reused {_database(size)} ({found['results']:,} results)", flush=True)
+        return found
+    _recreate(admin_url, size)
     url = _url(conninfo)
     nights = max(3, round(size * 1e6 / RESULTS_A_NIGHT))
     started = time.perf_counter()
@@ -141,8 +178,24 @@ def _measure(size: float, admin_url: str, repeat: int) -> dict:
     results, per_result = _storage(conninfo)
     print(f"{size:g}M: {results:,} results over {nights} nights, seeded in {seeded_in:.0f} s, "
           f"{per_result:.0f} bytes a result", flush=True)
-    return {"size": size, "results": results, "bytes": per_result, "night": _night(url, nights),
-            "pages": _pages(url, repeat)}
+    figures = {"size": size, "results": results, "bytes": per_result,
+               "night": _night(url, nights)}
+    with psycopg.connect(conninfo) as db:
+        db.execute(f"CREATE TABLE {SEEDED} (figures text)")
+        db.execute(f"INSERT INTO {SEEDED} VALUES (%s)", [json.dumps(figures)])
+    return figures
+
+
+def _median_pages(rounds: list[dict[str, dict]]) -> dict[str, dict]:
+    """Each page's cold and p95 figures, the median over the rounds that measured them."""
+    pages: dict[str, dict] = {}
+    for measured in rounds:
+        for page, figures in measured.items():
+            for name, value in figures.items():
+                if value is not None:
+                    pages.setdefault(page, {}).setdefault(name, []).append(value)
+    return {page: {name: statistics.median(values) for name, values in figures.items()}
+            for page, figures in pages.items()}
 
 
 def _table(measured: list[dict]) -> None:
@@ -165,7 +218,7 @@ def _table(measured: list[dict]) -> None:
     for page in pages:
         row(f"{page} p95 ms", [m["pages"].get(page, {}).get("p95") for m in measured], ".1f")
     worst_cold = max(f.get("cold", 0) for f in measured[-1]["pages"].values())
-    worst_p95 = max(f["p95"] or 0 for f in measured[-1]["pages"].values())
+    worst_p95 = max(f.get("p95", 0) for f in measured[-1]["pages"].values())
     print(f"at the largest size: worst cold {worst_cold:.0f} ms (target < 1000), worst p95 "
           f"{worst_p95:.1f} ms (target < 200)")
 
@@ -178,10 +231,30 @@ def main() -> int:
     parser.add_argument("--sizes", default="1,3,10", help="millions of results, comma-separated")
     parser.add_argument("--admin-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--repeat", type=int, default=5, help="warm requests a URL")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds of page measurements over all sizes (medians)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the sizes an earlier run seeded, measure their pages again")
+    parser.add_argument("--drop", action="store_true", help="drop the databases at the end")
     args = parser.parse_args()
     sizes = sorted(float(size) for size in args.sizes.split(","))
-    measured = [_measure(size, args.admin_url, args.repeat) for size in sizes]
+    measured = [_seed(size, args.admin_url, args.reuse) for size in sizes]
+    rounds: dict[float, list] = {size: [] for size in sizes}
+    for number in range(args.rounds):
+        for size in sizes[number % len(sizes):] + sizes[:number % len(sizes)]:
+            started = time.perf_counter()
+            rounds[size].append(_pages(_url(_conninfo(args.admin_url, size)), args.repeat))
+            print(f"round {number + 1}: {size:g}M pages measured in "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
+    for figures in measured:
+        figures["pages"] = _median_pages(rounds[figures["size"]])
     _table(measured)
+    if args.drop:
+        for size in sizes:
+            _recreate(args.admin_url, size, drop_only=True)
+    else:
+        print("kept: " + ", ".join(_database(size) for size in sizes)
+              + " (--reuse measures them again, --drop drops them)")
     return 0
 
 
