@@ -78,7 +78,8 @@ def run_ab(bisect: Bisect, lab: SiteLab) -> search.Outcome:
 
 def ab_series(lab: SiteLab, alpha: float) -> list[dict]:
     """Each series both sides measured, judged as a bisect judges a comparison (its pairs of
-    rounds, `search.paired`): medians, relative change, p-value (None with too few values),
+    rounds, `search.paired`): medians, relative change, the p-value that judged it (the
+    larger of the repetitions' and the pairs of rounds'; None with too few values),
     significant, and the pairs that judged it and whether they agree. A series with no
     relative change (a base round's median of 0) is left out."""
     names = sorted({name for position in (0, 1) for entry in lab.steps[position].rounds
@@ -94,7 +95,7 @@ def ab_series(lab: SiteLab, alpha: float) -> list[dict]:
             continue
         rows.append({"series": name, "base_median": median(v for r in base for v in r),
                      "head_median": median(v for r in head for v in r),
-                     "change": pair.change, "p_value": pair.p_value if pair.tested else None,
+                     "change": pair.change, "p_value": pair.p if pair.tested else None,
                      "significant": pair.differs(alpha), "pairs": pair.rounds,
                      "agree": pair.agree})
     return rows

@@ -44,8 +44,9 @@ def test_a_range_without_a_change_is_not_reproduced_exit_3(spec, demo_repo, sett
     assert made.repo == "local/repo"
 
 
-def test_bench_ab_runs_both_refs_interleaved(spec, demo_repo, settings, capsys, client):
-    settings.BENCH_BISECT_AB_ROUNDS = 2
+def test_bench_ab_runs_both_refs_interleaved(spec, demo_repo, capsys, client):
+    # The default 3 rounds: with 2 pairs of rounds their t-test has one degree of freedom,
+    # and a busy machine's rounds (0.3 -> 5.9 beside 0.5 -> 5.9) leave a 20x change at p > 0.05.
     path, shas = demo_repo
     Source.objects.create(name="demo", location=str(path), repo="demo/pkg")
     call_command("bench", "ab", "--spec", str(spec), "--source", "demo",
@@ -56,9 +57,10 @@ def test_bench_ab_runs_both_refs_interleaved(spec, demo_repo, settings, capsys, 
     latency = next(line for line in lines if "· abs_latency:" in line)
     assert "significant" in latency
     ab = Bisect.objects.get()
-    assert ab.kind == "ab" and [len(s.rounds) for s in ab.steps.all()] == [2, 2]
+    assert ab.kind == "ab" and [len(s.rounds) for s in ab.steps.all()] == [3, 3]
     [row] = [r for r in ab.outcome["series"] if r["series"].endswith("abs_latency")]
     assert row["change"] > 2 and row["p_value"] < 0.05
+    assert f"p={row['p_value']:.2g}, significant" in latency  # the p that judged it
     page = client.get(ab.get_absolute_url()).content.decode()
     assert 'id="compare-link"' in page and f"/compare/{shas[demo.SLOW - 1]}..." in page
     assert client.get(ab.get_absolute_url(), {"format": "json"}).json()["figures"][0][
