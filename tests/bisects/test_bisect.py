@@ -12,7 +12,7 @@ from benchsite.bisects.start import start_spec
 from benchsite.results.models import Result, Run, Upload
 from runner.sources import demo
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.once]
 
 
 def start(source, good, bad, capture, **options):

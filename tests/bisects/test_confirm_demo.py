@@ -16,7 +16,7 @@ from runner.sources import demo
 from tests.bisects.test_start import KEY
 from tests.regressions.factory import make_regression, record, sha, upload
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.once]
 C = Regression.Confirmation
 
 

@@ -165,6 +165,7 @@ def test_the_sweep_runs_on_the_control_queue_on_beat():
 
 
 @pytest.mark.torch
+@pytest.mark.once
 def test_a_bisect_killed_mid_step_is_finished_by_the_sweepers_requeue(
         source, demo_repo, django_capture_on_commit_callbacks, monkeypatch):
     """Its worker died during its third round; the heartbeat stopped; the sweeper queues

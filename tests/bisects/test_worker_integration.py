@@ -26,7 +26,7 @@ from tests.jobs.conftest import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.torch, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.torch, pytest.mark.once, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
