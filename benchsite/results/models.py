@@ -249,6 +249,9 @@ class Series(models.Model):
             models.Index(fields=["repo", "benchmark", "metric"]),
             models.Index(fields=["repo", "benchmark", "model"]),
             models.Index(fields=["repo", "device", "arch"]),
+            # the busiest device or benchmark of a repo (`dashboards.filters.busiest`),
+            # counted from the index alone: 8.5 -> 3.8 ms for TorchInductor's 18,432 series
+            models.Index(fields=["repo", "benchmark", "arch"], name="series_busiest"),
         ]
 
     def __str__(self) -> str:
@@ -407,8 +410,14 @@ class RunSummary(models.Model):
             name="run_summary_group",
         )]
         indexes = [
-            # trends: one benchmark and metric over a time range
-            models.Index(fields=["repo", "benchmark", "metric", "timestamp"]),
+            # trends (and the recipes page's latest slices): one benchmark, metric, branch
+            # and device over a time range, read from the index alone (a year at 10M
+            # results: 16,332 rows read from 1,954 heap pages for 6,138 kept, 10.5 ms; now
+            # the 6,138 from the index, 4.5 ms)
+            models.Index(fields=["repo", "benchmark", "metric", "branch", "arch", "timestamp"],
+                         include=["run", "mode", "dtype", "backend", "suite", "compile_mode",
+                                  "log_sum", "log_count", "pass_count", "string_count"],
+                         name="run_summary_trend"),
             # the latest runs of a benchmark on a branch (page defaults, pickers)
             models.Index(fields=["repo", "benchmark", "branch", "-timestamp"]),
         ]
