@@ -14,7 +14,8 @@ from benchsite.regressions.charts import series_chart_payload
 from benchsite.regressions.detection import detect_series
 from benchsite.regressions.models import AlertGroup, Regression, SilenceAlert
 from benchsite.results.models import Result
-from tests.regressions.factory import levels, sha, store_history
+from dashboards.pages.regressions import MEMBERS_LISTED
+from tests.regressions.factory import levels, make_group, make_regression, sha, store_history
 
 pytestmark = pytest.mark.django_db
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -89,6 +90,26 @@ def test_the_list_is_json_too(client, found):
     assert newest["compare"].startswith(f"http://testserver/compare/{sha(24)}...{sha(25)}")
     bad = client.get("/regressions/?state=bogus&format=json")
     assert bad.status_code == 200 and bad.json()["tables"][0]["rows"] == []
+
+
+def test_a_large_group_lists_its_largest_changes_and_links_to_all(client):
+    """The list shows a group's MEMBERS_LISTED largest changes (its counts over all of them)
+    and links to the group's page, which shows every member."""
+    series = store_history({f"model{n}": levels(3) for n in range(MEMBERS_LISTED + 3)})
+    members = [make_regression(item, 2, magnitude=0.01 * (n + 1))
+               for n, item in enumerate(series.values())]
+    group = make_group(*members)
+    page = client.get("/regressions/").content.decode()
+    shown = {int(pk) for pk in re.findall(r'href="/regressions/(\d+)/"', page)}
+    largest = sorted(members, key=lambda m: -m.magnitude)[:MEMBERS_LISTED]
+    assert shown == {m.pk for m in largest}
+    assert (f"The {MEMBERS_LISTED} largest changes of {len(members)}: "
+            f'<a href="/regressions/groups/{group.pk}/">all on the group') in page
+    data = client.get("/regressions/", {"format": "json"}).json()
+    regressions, groups = data["tables"]
+    assert len(regressions["rows"]) == MEMBERS_LISTED
+    assert dict(zip(groups["columns"], groups["rows"][0], strict=True))["members"] == len(members)
+    assert rows(client.get(f"/regressions/groups/{group.pk}/")) == len(members)
 
 
 def test_a_regression_page_charts_the_series_escaped(client, found):
