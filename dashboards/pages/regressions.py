@@ -58,8 +58,9 @@ from dashboards.state import BadParameter, State
 
 TRIAGE_PERMISSION = "regressions.change_regression"
 PAGE_SIZE = 25  # groups (and ungrouped regressions) per page
-# A listed group's members shown, the largest changes first; the group's page shows all (a
-# page of groups of 200-300 members each rendered 1,148 rows: 309 ms p95 at 3M results).
+# A listed group's members shown: its regressions, the largest first, then the other members,
+# the largest first; the group's page shows all (a page of groups of 200-300 members each
+# rendered 1,148 rows: 309 ms p95 at 3M results).
 MEMBERS_LISTED = 20
 CHART_POINTS = 400  # the latest points of the series charted
 SIBLINGS = 50  # other members of its group listed on a regression's page
@@ -205,8 +206,9 @@ def _entries(rows: list[dict]) -> list[dict]:
 
 def _entry(group: AlertGroup | None, single: Regression | None, matching: int,
            listed: int | None = None) -> dict:
-    """A group's (or ungrouped regression's) summary, links and members: the first `listed`
-    of them (the largest changes; all where None), the summary over all."""
+    """A group's (or ungrouped regression's) summary, links and members: `listed` of them
+    (regressions first, the largest changes first; all in the summary's order where None),
+    the summary over all."""
     if group is not None:
         summary = summarize(group.members.all())
         where = group
@@ -220,9 +222,16 @@ def _entry(group: AlertGroup | None, single: Regression | None, matching: int,
             "detected_at": detected_at(where, summary.members),
             "environments": sorted({m.environment_text for m in summary.members} - {""}),
             "url": where.get_absolute_url(),
-            "members": [_member(member) for member in summary.members[:listed]],
+            "members": [_member(member) for member in (
+                summary.members if listed is None
+                else sorted(summary.members, key=_listing_order)[:listed])],
             "links": _links(repo, where.branch, where.last_good_sha, where.first_bad_sha,
                             where.last_good_at, where.first_bad_at, summary)}
+
+
+def _listing_order(regression: Regression) -> tuple:
+    return (regression.kind != Regression.Kind.REGRESSION, -abs(regression.magnitude),
+            regression.pk)
 
 
 def detected_at(where: AlertGroup | Regression, members: list[Regression]):

@@ -93,23 +93,27 @@ def test_the_list_is_json_too(client, found):
 
 
 def test_a_large_group_lists_its_largest_changes_and_links_to_all(client):
-    """The list shows a group's MEMBERS_LISTED largest changes (its counts over all of them)
-    and links to the group's page, which shows every member."""
+    """The list shows a group's MEMBERS_LISTED largest changes, regressions first (its counts
+    over all of them), and links to the group's page, which shows every member."""
     series = store_history({f"model{n}": levels(3) for n in range(MEMBERS_LISTED + 3)})
     members = [make_regression(item, 2, magnitude=0.01 * (n + 1))
                for n, item in enumerate(series.values())]
-    group = make_group(*members)
+    improvement = members.pop()  # the largest change, but an improvement: after regressions
+    improvement.kind = Regression.Kind.IMPROVEMENT
+    improvement.save(update_fields=["kind"])
+    group = make_group(*members, improvement)
     page = client.get("/regressions/").content.decode()
-    shown = {int(pk) for pk in re.findall(r'href="/regressions/(\d+)/"', page)}
+    shown = [int(pk) for pk in re.findall(r'href="/regressions/(\d+)/"', page)]
     largest = sorted(members, key=lambda m: -m.magnitude)[:MEMBERS_LISTED]
-    assert shown == {m.pk for m in largest}
-    assert (f"The {MEMBERS_LISTED} largest changes of {len(members)}: "
+    assert shown == [m.pk for m in largest]
+    assert (f"The {MEMBERS_LISTED} largest of {len(members) + 1} members (regressions first): "
             f'<a href="/regressions/groups/{group.pk}/">all on the group') in page
     data = client.get("/regressions/", {"format": "json"}).json()
     regressions, groups = data["tables"]
     assert len(regressions["rows"]) == MEMBERS_LISTED
-    assert dict(zip(groups["columns"], groups["rows"][0], strict=True))["members"] == len(members)
-    assert rows(client.get(f"/regressions/groups/{group.pk}/")) == len(members)
+    group_row = dict(zip(groups["columns"], groups["rows"][0], strict=True))
+    assert group_row["members"] == len(members) + 1
+    assert rows(client.get(f"/regressions/groups/{group.pk}/")) == len(members) + 1
 
 
 def test_a_regression_page_charts_the_series_escaped(client, found):
