@@ -411,9 +411,9 @@ class RunSummary(models.Model):
         )]
         indexes = [
             # trends (and the recipes page's latest slices): one benchmark, metric, branch
-            # and device over a time range, read from the index alone (a year at 10M
-            # results: 16,332 rows read from 1,954 heap pages for 6,138 kept, 10.5 ms; now
-            # the 6,138 from the index, 4.5 ms)
+            # and device over a time range, read from the index alone (pytorch/ao's year by
+            # day at 10M results: 6,120 rows kept of 16,332 read from ~1,950 heap pages,
+            # 13.7 ms; from this index alone 8.2 ms)
             models.Index(fields=["repo", "benchmark", "metric", "branch", "arch", "timestamp"],
                          include=["run", "mode", "dtype", "backend", "suite", "compile_mode",
                                   "log_sum", "log_count", "pass_count", "string_count"],
