@@ -58,6 +58,12 @@ class Summary:
     # member count per confirmation asked (its A/B try job's verdict, issue 32)
     confirmations: dict[str, int] = field(default_factory=dict)
 
+    def listed(self, limit: int) -> list[Regression]:
+        """The first `limit` members to spell out: the notified kinds first, each part worst
+        first (the summary's order)."""
+        return sorted(self.members,
+                      key=lambda m: m.kind not in Regression.NOTIFIED_KINDS)[:limit]
+
     @property
     def is_open(self) -> bool:
         """A group is open while any member is current (open or acknowledged)."""

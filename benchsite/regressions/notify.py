@@ -203,9 +203,7 @@ def _regression_or_group_item(item: AlertGroup | Regression) -> dict:
 
 def _group_item(group: AlertGroup) -> dict:
     summary = summarize(group.members.all())
-    # The notified kinds first, each part worst first (the summary's order).
-    members = sorted(summary.members, key=lambda m: m.kind not in Regression.NOTIFIED_KINDS)
-    listed = members[:MAX_LISTED]
+    listed = summary.listed(MAX_LISTED)
     compare = (links.compare_url(group.last_good_sha, group.first_bad_sha, repo=group.repo)
                if group.last_good_sha and group.last_good_sha != group.first_bad_sha else "")
     return {
@@ -223,7 +221,7 @@ def _group_item(group: AlertGroup) -> dict:
         "github_url": github_compare_url(group.repo, group.last_good_sha,
                                          group.first_bad_sha) or None,
         "members": [_regression_item(member) for member in listed],
-        "more_members": len(members) - len(listed),
+        "more_members": len(summary.members) - len(listed),
     }
 
 

@@ -58,8 +58,8 @@ from dashboards.state import BadParameter, State
 
 TRIAGE_PERMISSION = "regressions.change_regression"
 PAGE_SIZE = 25  # groups (and ungrouped regressions) per page
-# A listed group's members shown: its regressions, the largest first, then the other members,
-# the largest first; the group's page shows all (a page of groups of 200-300 members each
+# A listed group's members shown (`Summary.listed`: the alerting kinds first, worst first);
+# the group's page shows all (a page of groups of 200-300 members each
 # rendered 1,148 rows: 309 ms p95 at 3M results).
 MEMBERS_LISTED = 20
 CHART_POINTS = 400  # the latest points of the series charted
@@ -207,8 +207,7 @@ def _entries(rows: list[dict]) -> list[dict]:
 def _entry(group: AlertGroup | None, single: Regression | None, matching: int,
            listed: int | None = None) -> dict:
     """A group's (or ungrouped regression's) summary, links and members: `listed` of them
-    (regressions first, the largest changes first; all in the summary's order where None),
-    the summary over all."""
+    (`Summary.listed`; all in the summary's order where None), the summary over all."""
     if group is not None:
         summary = summarize(group.members.all())
         where = group
@@ -223,15 +222,9 @@ def _entry(group: AlertGroup | None, single: Regression | None, matching: int,
             "environments": sorted({m.environment_text for m in summary.members} - {""}),
             "url": where.get_absolute_url(),
             "members": [_member(member) for member in (
-                summary.members if listed is None
-                else sorted(summary.members, key=_listing_order)[:listed])],
+                summary.members if listed is None else summary.listed(listed))],
             "links": _links(repo, where.branch, where.last_good_sha, where.first_bad_sha,
                             where.last_good_at, where.first_bad_at, summary)}
-
-
-def _listing_order(regression: Regression) -> tuple:
-    return (regression.kind != Regression.Kind.REGRESSION, -abs(regression.magnitude),
-            regression.pk)
 
 
 def detected_at(where: AlertGroup | Regression, members: list[Regression]):
