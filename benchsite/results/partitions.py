@@ -6,14 +6,15 @@ results: uploads and recent pages touch the small indexes of recent months rathe
 index of everything, a query bounded in time reads only its months, and an old month can be
 detached or dropped whole.
 
-A month's partition is made when its data arrives: ingestion calls `ensure_months` before
-it writes (at most one catalog query per upload; months known to exist are remembered in
-this process). Rows that other paths write into a month without a partition land in DEFAULT;
-making that month later moves them into it (`create_month`). Making a month locks the
-parent against other makers (SHARE UPDATE EXCLUSIVE: reads and writes of other months go
-on) and the DEFAULT partition (ACCESS EXCLUSIVE: queries not bounded in time wait) until
-its transaction commits, so ingestion makes months before the upload's transaction (a
-caller's own, such as a worker's cell's, still holds them to its end).
+A month's partition is made when its data arrives: ingestion calls `ensure_months` once
+the upload's transaction has committed (at most one catalog query per upload; months known
+to exist are remembered in this process). Rows written into a month without a partition
+land in DEFAULT; making that month moves them into it (`create_month`). Making a month
+locks the parent against other makers (SHARE UPDATE EXCLUSIVE: reads and writes of other
+months go on) and the DEFAULT partition (ACCESS EXCLUSIVE: queries not bounded in time
+wait) until its transaction commits, hence after the upload's own transaction: a month is
+made in a short transaction of its own, and the upload's results wait in DEFAULT till then
+(ingestion reads the results as it writes them, so it cannot know their months before).
 """
 
 from __future__ import annotations

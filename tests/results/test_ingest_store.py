@@ -8,9 +8,9 @@ import math
 import pytest
 from django.db import connection
 
-from benchsite.results.ingest import UploadRefused, store_upload
+from benchsite.results.ingest import UploadRefused, mixed, store_upload
 from benchsite.results.ingest.normalize import ResultInfo, SeriesInfo, digest
-from benchsite.results.ingest.store import CopyStore, OrmStore, store_for
+from benchsite.results.ingest.store import CopyStore, OrmStore, Store, store_for
 from benchsite.results.models import Result, Run, Series, Upload
 from tests.results.samples import META, TORCHAO, record
 
@@ -52,14 +52,18 @@ def test_results_keep_every_value_as_given(db, store):
     identity = digest("m")
     store.insert_series({identity: series_info("m")})
     series_ids = store.ids_by_identity(Series, [identity])
-    meanwhile = store.insert_results(upload.pk, [
-        ResultInfo(run="r", series=identity, timestamp=1_760_000_000,
-                   values=[1.5, math.inf, math.nan], value=1.5, target=None,
-                   string_values=None, extra_info={"unit": AWKWARD}, unknown=None),
-        ResultInfo(run="r", series=identity, timestamp=1_760_000_001, values=[],
-                   value=None, target=2.0, string_values=["pass"], extra_info=None,
-                   unknown={"notes": AWKWARD}),
-    ], {"r": run.pk}, series_ids, meanwhile=lambda: "worked out meanwhile")
+    with store.writer(upload.pk, {"r": run.pk}, series_ids) as writer:
+        writer.write([
+            ResultInfo(run="r", series=identity, timestamp=1_760_000_000,
+                       values=[1.5, math.inf, math.nan], value=1.5, target=None,
+                       string_values=None, extra_info={"unit": AWKWARD}, unknown=None)])
+        writer.pause()  # a lookup between two chunks, as a new series brings
+        assert Result.objects.count() == 1
+        writer.write([
+            ResultInfo(run="r", series=identity, timestamp=1_760_000_001, values=[],
+                       value=None, target=2.0, string_values=["pass"], extra_info=None,
+                       unknown={"notes": AWKWARD})])
+        meanwhile = writer.finish(meanwhile=lambda: "worked out meanwhile")
     assert meanwhile == "worked out meanwhile"
     first, second = Result.objects.order_by("timestamp")
     assert first.values[:2] == [1.5, math.inf] and math.isnan(first.values[2])
@@ -76,13 +80,13 @@ def test_statistics_can_be_refreshed_after_a_bulk_load(transactional_db, store):
 
 def test_an_upload_is_stored_with_the_cyclic_collector_paused_and_resumed_after(db, monkeypatch):
     seen = []
-    original = type(store_for(connection)).insert_results
+    original = Store._write
 
-    def insert_results(self, *args, **kwargs):
+    def write(self, *args, **kwargs):
         seen.append(gc.isenabled())
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(type(store_for(connection)), "insert_results", insert_results)
+    monkeypatch.setattr(Store, "_write", write)
     assert gc.isenabled()
     good = record(TORCHAO, metric={"name": "Fwd Speedup (x)", "benchmark_values": [1.5]})
     store_upload(json.dumps([good]).encode(), metadata=META)
@@ -90,3 +94,65 @@ def test_an_upload_is_stored_with_the_cyclic_collector_paused_and_resumed_after(
     with pytest.raises(UploadRefused):
         store_upload(json.dumps([good, {"benchmark": 1}]).encode(), metadata=META)
     assert gc.isenabled()  # resumed after a refused upload too
+
+
+def many(count: int, model: str = "m", **fields) -> bytes:
+    return json.dumps([record(TORCHAO, **fields, model={"name": f"{model}{index}"},
+                              metric={"name": "speedup", "benchmark_values": [index + 0.5]})
+                       for index in range(count)]).encode()
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of 3 results, so that a few records take the paths of a large upload."""
+    monkeypatch.setattr(mixed, "CHUNK", 3)
+
+
+def stored_values() -> dict[str, float]:
+    return dict(Result.objects.values_list("series__model", "value"))
+
+
+def test_chunks_of_new_and_known_series_store_every_result_once(
+        db, small_chunks, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):  # the series ids cached
+        first = store_upload(many(10), metadata=META).upload
+    assert first.record_count == 10 and Result.objects.count() == 10
+    # Known series (cached ids) and, in a later chunk, new ones: the chunks with new series
+    # are held back and written after one lookup at the end.
+    metadata = {**META, "head_sha": "b" * 40}
+    second = store_upload(many(7), metadata=metadata).upload
+    third = store_upload(json.dumps(json.loads(many(10)) + json.loads(many(5, model="n")))
+                         .encode(), metadata={**META, "head_sha": "c" * 40}).upload
+    assert (second.record_count, third.record_count) == (7, 15)
+    assert Series.objects.count() == 15
+    assert Result.objects.filter(upload=third).count() == 15
+    assert dict(Result.objects.filter(upload=third).values_list("series__model", "value")) == {
+        **{f"m{index}": index + 0.5 for index in range(10)},
+        **{f"n{index}": index + 0.5 for index in range(5)}}
+    assert Run.objects.get(head_sha="c" * 40).result_count == 15
+
+
+def test_a_bad_record_in_a_late_chunk_stores_nothing(db, small_chunks):
+    records = json.loads(many(10))
+    records[8]["metric"]["benchmark_values"] = ["fast"]
+    with pytest.raises(UploadRefused) as refused:
+        store_upload(json.dumps(records).encode(), metadata=META)
+    assert refused.value.errors[0] == (
+        "records[8].metric.benchmark_values[0]: expected a number, got a string 'fast'")
+    assert (Upload.objects.count(), Run.objects.count(), Series.objects.count(),
+            Result.objects.count()) == (0, 0, 0, 0)
+
+
+def test_chunks_stop_at_the_first_problem_or_refusal_but_every_problem_is_listed(monkeypatch):
+    monkeypatch.setattr(mixed, "CHUNK", 2)
+    records = [json.dumps(record(TORCHAO, model={"name": f"m{index}"},
+                                 metric={"name": "x", "benchmark_values": [1.0]},
+                                 **({"repo": "other/repo"} if index >= 4 else {})))
+               .encode() for index in range(8)]
+    records[6] = b'{"benchmark": 1}'
+    normalization = mixed.Normalization(records, dict(META))
+    admitted = lambda batch: batch.repos == {"pytorch/ao"}  # noqa: E731
+    chunks = [len(chunk) for chunk in normalization.chunks(admit=admitted)]
+    assert chunks == [2, 2]  # the third chunk brings another repo
+    assert len(normalization.batch.results) == 7 and normalization.count >= 1
+    assert any(error.startswith("records[6]") for error in normalization.errors)

@@ -11,6 +11,7 @@ import orjson
 import pytest
 from django.core.management import call_command
 from django.db import connection, connections, transaction
+from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 
 from benchsite.results import partitions
@@ -42,8 +43,10 @@ def unix(year: int, month: int, day: int = 15) -> int:
 
 
 def upload(when: int, sha: str = "a" * 40) -> Upload:
+    """An upload of one result at `when`, committed (its month made after the commit)."""
     body = orjson.dumps([record(**{**META, "timestamp": when, "head_sha": sha})])
-    return store_upload(body, announce=False).upload
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return store_upload(body, announce=False).upload
 
 
 def homes() -> dict[int, str]:
@@ -117,8 +120,14 @@ def test_the_migration_moves_existing_rows_into_their_months_and_back():
     assert table_shape()[0] == "p"
 
 
-def test_an_upload_into_a_new_month_makes_its_partition_first(db):
-    stored = upload(unix(2031, 3))
+def test_an_upload_into_a_new_month_makes_its_partition_after_its_commit(db):
+    body = orjson.dumps([record(**{**META, "timestamp": unix(2031, 3)})])
+    with TestCase.captureOnCommitCallbacks() as after_commit:
+        stored = store_upload(body, announce=False).upload
+    # Until its transaction commits, no month is made (the locks would be held that long).
+    assert set(homes().values()) == {"results_result_default"}
+    for callback in after_commit:
+        callback()
     assert set(homes().values()) == {"results_result_p2031_03"}
     assert stored.results.count() == 1
     with CaptureQueriesContext(connection) as queries:

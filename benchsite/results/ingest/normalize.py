@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import msgspec
 import orjson
 
 from benchsite.results.ingest import checks
@@ -70,8 +71,10 @@ class SeriesInfo(NamedTuple):
         return self.origins[0] if self.origins else ""
 
 
-@dataclass(slots=True)
-class ResultInfo:
+class ResultInfo(msgspec.Struct, gc=False):
+    """One record's result. A Struct: made in C (a dataclass's `__init__` is Python, and
+    an upload makes one a record)."""
+
     run: str  # RunInfo.identity
     series: str  # SeriesInfo.identity
     timestamp: int

@@ -1,5 +1,7 @@
-"""Storing a normalised batch: runs and series upserted in bulk, results inserted, run
-summaries and counts updated, with a number of queries that does not grow with the batch.
+"""Storing a normalised upload chunk by chunk: runs and series upserted in bulk, results
+inserted, run summaries and counts updated, with a number of queries that grows with the
+chunks that bring new runs or series (one, in the usual upload of known series), not with the
+records.
 
 One interface, `Store`, with one implementation per kind of database, chosen in one place
 (`store_for`): `CopyStore` uses PostgreSQL's COPY and array parameters (several times faster
@@ -9,11 +11,13 @@ exercised by the same tests, run on each database.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import orjson
+import psycopg
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Model, Value
@@ -21,7 +25,7 @@ from django.db.models.functions import Greatest
 
 from benchsite.caching import ProcessCache
 from benchsite.results.environment import environment_fields
-from benchsite.results.ingest.normalize import Batch, ResultInfo, SeriesInfo
+from benchsite.results.ingest.normalize import Batch, ResultInfo, RunInfo, SeriesInfo
 from benchsite.results.ingest.summaries import add_rows, batch_rows
 from benchsite.results.models import Result, Run, RunBenchmark, Series, Upload
 
@@ -34,16 +38,118 @@ SERIES_IDS = ProcessCache(maxsize=200_000)
 T = TypeVar("T")
 
 
+class StaleIds(Exception):
+    """Series ids from the process cache that the database no longer has (it was flushed or
+    restored): the chunks are written again with every id looked up."""
+
+
 class Store:
     """Writes batches through one database connection."""
 
     def __init__(self, connection: BaseDatabaseWrapper):
         self.connection = connection
 
-    def save(self, upload: Upload, batch: Batch) -> None:
-        """Store `batch` as the results of `upload` (inside the caller's transaction)."""
-        run_ids = self.ids_by_identity(Run, list(batch.runs))
-        new_runs = [run for identity, run in batch.runs.items() if identity not in run_ids]
+    def insert_upload(self, upload: Upload) -> None:
+        """Insert `upload`, its raw payload included."""
+        upload.save()
+
+    def save(self, upload: Upload, batch: Batch, chunks: Iterable[list[ResultInfo]]) -> None:
+        """Store the results of `chunks` as `upload`'s (inside the caller's transaction),
+        inserting `upload` first if it is new and there is a chunk.
+
+        The chunks are lists of `batch`'s results, read as they come (`mixed.Normalization`):
+        the batch gains their runs and series meanwhile. A chunk whose runs and series all
+        have ids is written while the caller reads the next (on PostgreSQL, into a COPY left
+        open between chunks). Ids are looked up, and new runs and series created, before the
+        first chunk and once more at the end for the chunks held back because they brought
+        new ones (an upload of new series; a new commit's run comes in the first chunk)."""
+        chunks = iter(chunks)
+        first = next(chunks, None)
+        if first is None:  # refused from the first chunk on: nothing to store
+            return
+        if upload.pk is None:
+            self.insert_upload(upload)
+        written: list[list[ResultInfo]] = []
+        try:
+            with transaction.atomic(using=self.connection.alias):
+                self._write(upload, batch, itertools.chain([first], chunks), written,
+                            trust_cache=True)
+        except StaleIds:
+            SERIES_IDS.clear()
+            with transaction.atomic(using=self.connection.alias):
+                self._write(upload, batch, written, [], trust_cache=False)
+
+    def _write(self, upload: Upload, batch: Batch, chunks: Iterable[list[ResultInfo]],
+               written: list[list[ResultInfo]], trust_cache: bool) -> None:
+        alias = self.connection.alias
+        run_ids: dict[str, int] = {}
+        series_ids: dict[str, int] = {}
+        runs_seen = series_seen = 0  # how many of the batch's runs and series were seen
+        new_runs: list[str] = []  # seen, without ids yet
+        new_series: dict[str, SeriesInfo] = {}
+        looked_up: dict[str, int] = {}  # series ids read from the database
+        cached: list[int] = []  # series ids taken from the process cache, checked below
+        held: list[list[ResultInfo]] = []  # chunks waiting for ids
+
+        def look_up() -> None:
+            run_ids.update(self.run_ids(upload, [batch.runs[i] for i in new_runs]))
+            found = self.series_ids(new_series)
+            series_ids.update(found)
+            looked_up.update(found)
+            new_runs.clear()
+            new_series.clear()
+
+        with self.writer(upload.pk, run_ids, series_ids) as writer:
+            for chunk in chunks:
+                written.append(chunk)
+                new_runs += _added(batch.runs, runs_seen)
+                runs_seen = len(batch.runs)
+                for identity in _added(batch.series, series_seen):
+                    series_id = SERIES_IDS.get((alias, identity)) if trust_cache else None
+                    if series_id is None:
+                        new_series[identity] = batch.series[identity]
+                    else:
+                        series_ids[identity] = series_id
+                        cached.append(series_id)
+                series_seen = len(batch.series)
+                if new_runs or new_series or held:
+                    if writer.writing:  # looking up would end the COPY: at the end, at once
+                        held.append(chunk)
+                        continue
+                    look_up()
+                writer.write(chunk)
+            if held:
+                writer.pause()
+                look_up()
+                for chunk in held:
+                    writer.write(chunk)
+            results = list(itertools.chain.from_iterable(written))
+            # The summaries and run totals are worked out while the database writes the
+            # last chunk.
+            summary_rows, counts, latest = writer.finish(meanwhile=lambda: (
+                batch_rows(batch, results, run_ids), *_run_totals(results, run_ids)))
+        if cached and self.count_series(cached) != len(cached):
+            raise StaleIds
+        transaction.on_commit(
+            lambda: SERIES_IDS.update({(alias, identity): series_id
+                                       for identity, series_id in looked_up.items()}),
+            using=alias)
+        add_rows(summary_rows)
+        for run_id, count in counts.items():
+            Run.objects.filter(pk=run_id).update(
+                result_count=F("result_count") + count,
+                last_timestamp=Greatest("last_timestamp", Value(moment(latest[run_id]))))
+        for identity, run_id in run_ids.items():
+            # A run continued by a later upload may start earlier, and a run's start is its
+            # earliest record's, which may come after the run was created.
+            start = moment(batch.runs[identity].timestamp)
+            if Run.objects.filter(pk=run_id, timestamp__gt=start).update(timestamp=start):
+                RunBenchmark.objects.filter(run_id=run_id).update(timestamp=start)
+
+    def run_ids(self, upload: Upload, runs: list[RunInfo]) -> dict[str, int]:
+        """The ids of these runs by identity, creating the new ones as `upload`'s."""
+        run_ids = self.ids_by_identity(Run, [run.identity for run in runs])
+        new_runs = [run for run in runs if run.identity not in run_ids]
         if new_runs:
             Run.objects.bulk_create(
                 [Run(identity=run.identity, repo=run.repo, head_branch=run.head_branch,
@@ -57,46 +163,23 @@ class Store:
                 ignore_conflicts=True,
             )
             run_ids.update(self.ids_by_identity(Run, [run.identity for run in new_runs]))
-        # The summaries and run totals are worked out while the database writes the results.
-        summary_rows, counts, latest = self.insert_results(
-            upload.pk, batch.results, run_ids, self.series_ids(batch.series),
-            meanwhile=lambda: (batch_rows(batch, run_ids), *_run_totals(batch.results, run_ids)))
-        add_rows(summary_rows)
-        for run_id, count in counts.items():
-            Run.objects.filter(pk=run_id).update(
-                result_count=F("result_count") + count,
-                last_timestamp=Greatest("last_timestamp", Value(moment(latest[run_id]))))
-        for run in batch.runs.values():  # a run continued by a later upload may start earlier
-            start, run_id = moment(run.timestamp), run_ids[run.identity]
-            if Run.objects.filter(pk=run_id, timestamp__gt=start).update(timestamp=start):
-                RunBenchmark.objects.filter(run_id=run_id).update(timestamp=start)
+        return run_ids
 
     def series_ids(self, series: dict[str, SeriesInfo]) -> dict[str, int]:
         """The ids of these series by identity, creating the new ones."""
-        alias = self.connection.alias
-        found, missing = {}, []
-        for identity in series:
-            series_id = SERIES_IDS.get((alias, identity))
-            if series_id is None:
-                missing.append(identity)
-            else:
-                found[identity] = series_id
-        if found and self.count_series(found.values()) != len(found):
-            SERIES_IDS.clear()
-            found, missing = {}, list(series)
-        if missing:
-            looked_up = self.ids_by_identity(Series, missing)
-            new = {identity: series[identity] for identity in missing
-                   if identity not in looked_up}
-            if new:
-                self.insert_series(new)
-                looked_up.update(self.ids_by_identity(Series, list(new)))
-            transaction.on_commit(
-                lambda: SERIES_IDS.update({(alias, identity): series_id
-                                           for identity, series_id in looked_up.items()}),
-                using=alias)
-            found.update(looked_up)
+        if not series:
+            return {}
+        found = self.ids_by_identity(Series, list(series))
+        new = {identity: item for identity, item in series.items() if identity not in found}
+        if new:
+            self.insert_series(new)
+            found.update(self.ids_by_identity(Series, list(new)))
         return found
+
+    def writer(self, upload_id: int, run_ids: dict[str, int],
+               series_ids: dict[str, int]) -> ResultWriter:
+        """A writer of results of `upload_id`, with the ids these maps hold when it writes."""
+        raise NotImplementedError
 
     def ids_by_identity(self, model: type[Model], identities: list[str]) -> dict[str, int]:
         raise NotImplementedError
@@ -107,14 +190,6 @@ class Store:
 
     def insert_series(self, items: dict[str, SeriesInfo]) -> None:
         """Create series, skipping any that a concurrent upload created meanwhile."""
-        raise NotImplementedError
-
-    def insert_results(self, upload_id: int, results: list[ResultInfo],
-                       run_ids: dict[str, int], series_ids: dict[str, int],
-                       meanwhile: Callable[[], T]) -> T:
-        """Insert the results and return what `meanwhile` returns: it is called once, where
-        the database may still be writing them (after the last row is sent, on PostgreSQL),
-        so that Python work that does not need them overlaps the database's."""
         raise NotImplementedError
 
     def refresh_statistics(self, vacuum: bool = False) -> None:
@@ -148,15 +223,8 @@ class OrmStore(Store):
             batch_size=2000, ignore_conflicts=True,
         )
 
-    def insert_results(self, upload_id, results, run_ids, series_ids, meanwhile):
-        Result.objects.bulk_create(
-            (Result(series_id=series_ids[r.series], run_id=run_ids[r.run], upload_id=upload_id,
-                    timestamp=moment(r.timestamp), value=r.value, values=r.values,
-                    target=r.target, string_values=r.string_values, extra_info=r.extra_info,
-                    unknown=r.unknown) for r in results),
-            batch_size=2000,
-        )
-        return meanwhile()
+    def writer(self, upload_id, run_ids, series_ids):
+        return OrmWriter(upload_id, run_ids, series_ids)
 
     def refresh_statistics(self, vacuum=False):
         """Nothing: SQLite plans the dashboards' queries well without statistics."""
@@ -167,9 +235,18 @@ class CopyStore(Store):
 
     SERIES_COLUMNS = ("identity", "suite", *SeriesInfo._fields)
     JSON_SERIES_COLUMNS = ("origins", "extra_info")
-    RESULT_COLUMNS = ("series_id", "run_id", "upload_id", "timestamp", "value", "values",
-                      "target", "string_values", "extra_info", "unknown")
-    COPY_CHUNK = 500  # lines per write: the server works on one chunk while the next is built
+
+    def insert_upload(self, upload):
+        # Django binds parameters in the client: a payload went into the SQL text as hex,
+        # which cost the server about 15 ms a MiB to read; bound in binary, it is copied.
+        payload, upload.payload_gzip = upload.payload_gzip, b""
+        try:
+            upload.save()
+        finally:
+            upload.payload_gzip = payload
+        with psycopg.Cursor(self.connection.connection) as cursor:
+            cursor.execute(f"UPDATE {Upload._meta.db_table} SET payload_gzip = %b WHERE id = %s",
+                           [payload, upload.pk])
 
     def ids_by_identity(self, model, identities):
         # One array parameter (an IN list of thousands of parameters is slow to build),
@@ -209,49 +286,138 @@ class CopyStore(Store):
                            "ON CONFLICT (identity) DO NOTHING")
             cursor.execute("DROP TABLE new_series")
 
-    def insert_results(self, upload_id, results, run_ids, series_ids, meanwhile):
-        def lines():
-            # The columns after the series, the same for the results of one run and time.
-            middles: dict[tuple[str, int], str] = {}
-            for r in results:
-                middle = middles.get((r.run, r.timestamp))
-                if middle is None:
-                    middle = middles[r.run, r.timestamp] = (
-                        f"\t{run_ids[r.run]}\t{upload_id}\t{moment(r.timestamp).isoformat()}\t")
-                values = r.values
-                yield (f"{series_ids[r.series]}{middle}{_copy_float(r.value)}\t"
-                       + (f"{{{values[0]!r}}}\t" if len(values) == 1
-                          else "{" + ",".join(map(repr, values)) + "}\t")
-                       + f"{_copy_float(r.target)}\t{_copy_json(r.string_values)}\t"
-                         f"{_copy_json(r.extra_info)}\t{_copy_json(r.unknown)}")
-
-        with self.connection.cursor() as cursor:
-            return self._copy(cursor, Result._meta.db_table, self.RESULT_COLUMNS, lines(),
-                              meanwhile)
+    def writer(self, upload_id, run_ids, series_ids):
+        return CopyWriter(self.connection, upload_id, run_ids, series_ids)
 
     def refresh_statistics(self, vacuum=False):
         with self.connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE" if vacuum else "ANALYZE")
 
-    def _copy(self, cursor, table: str, columns: tuple[str, ...], lines: Iterable[str],
-              meanwhile: Callable[[], T] = lambda: None) -> T:
-        """COPY rows given as lines in PostgreSQL's text format, built by the caller, sent in
-        chunks of COPY_CHUNK lines; returns what `meanwhile` returns, called after the last
-        is sent, while the server (another process) is still writing them and their index
-        entries."""
-        quoted = ", ".join(f'"{column}"' for column in columns)
-        with cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
-            chunk = []
-            for line in lines:
-                chunk.append(line)
-                if len(chunk) == self.COPY_CHUNK:
-                    chunk.append("")
-                    copy.write("\n".join(chunk))
-                    chunk = []
-            if chunk:
-                chunk.append("")
-                copy.write("\n".join(chunk))
-            return meanwhile()
+    def _copy(self, cursor, table: str, columns: tuple[str, ...], lines: Iterable[str]) -> None:
+        """COPY rows given as lines in PostgreSQL's text format."""
+        with cursor.cursor.copy(f"COPY {table} ({_quoted(columns)}) FROM STDIN") as copy:
+            copy.write("".join(f"{line}\n" for line in lines))
+
+
+class ResultWriter:
+    """Writes an upload's results chunk by chunk, taking their ids from the maps it was
+    given (filled by `Store._write` before each chunk); a context manager."""
+
+    def __init__(self, upload_id: int, run_ids: dict[str, int], series_ids: dict[str, int]):
+        self.upload_id = upload_id
+        self.run_ids = run_ids
+        self.series_ids = series_ids
+
+    def write(self, results: list[ResultInfo]) -> None:
+        raise NotImplementedError
+
+    @property
+    def writing(self) -> bool:
+        """Whether other statements must wait for `pause` (on PostgreSQL: a COPY is open)."""
+        return False
+
+    def pause(self) -> None:
+        """Let other statements run on the connection (the store's lookups)."""
+
+    def finish(self, meanwhile: Callable[[], T]) -> T:
+        """Complete the writes and return what `meanwhile` returns: it is called once, where
+        the database may still be writing (on PostgreSQL, after the last row is sent), so
+        that Python work that does not need the rows overlaps the database's."""
+        return meanwhile()
+
+    def __enter__(self) -> ResultWriter:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        pass
+
+
+class OrmWriter(ResultWriter):
+    def write(self, results):
+        run_ids, series_ids, upload_id = self.run_ids, self.series_ids, self.upload_id
+        Result.objects.bulk_create(
+            (Result(series_id=series_ids[r.series], run_id=run_ids[r.run], upload_id=upload_id,
+                    timestamp=moment(r.timestamp), value=r.value, values=r.values,
+                    target=r.target, string_values=r.string_values, extra_info=r.extra_info,
+                    unknown=r.unknown) for r in results),
+            batch_size=2000,
+        )
+
+
+class CopyWriter(ResultWriter):
+    """One COPY left open from chunk to chunk: the server (another process) stores a chunk
+    while Python reads the next; it ends only where the store must look ids up."""
+
+    COLUMNS = ("series_id", "run_id", "upload_id", "timestamp", "value", "values", "target",
+               "string_values", "extra_info", "unknown")
+
+    def __init__(self, connection, upload_id, run_ids, series_ids):
+        super().__init__(upload_id, run_ids, series_ids)
+        self.connection = connection
+        self.cursor = None
+        self.copy = None  # the open COPY's context manager and its Copy
+        # The columns after the series, the same for the results of one run and time.
+        self.middles: dict[tuple[str, int], str] = {}
+
+    def write(self, results):
+        if self.copy is None:
+            manager = self.cursor.cursor.copy(
+                f"COPY {Result._meta.db_table} ({_quoted(self.COLUMNS)}) FROM STDIN")
+            self.copy = (manager, manager.__enter__())
+        run_ids, series_ids, middles = self.run_ids, self.series_ids, self.middles
+        lines = []
+        for r in results:
+            middle = middles.get((r.run, r.timestamp))
+            if middle is None:
+                middle = middles[r.run, r.timestamp] = (
+                    f"\t{run_ids[r.run]}\t{self.upload_id}\t"
+                    f"{moment(r.timestamp).isoformat()}\t")
+            values = r.values
+            lines.append(f"{series_ids[r.series]}{middle}{_copy_float(r.value)}\t"
+                         + (f"{{{values[0]!r}}}\t" if len(values) == 1
+                            else "{" + ",".join(map(repr, values)) + "}\t")
+                         + f"{_copy_float(r.target)}\t{_copy_json(r.string_values)}\t"
+                           f"{_copy_json(r.extra_info)}\t{_copy_json(r.unknown)}\n")
+        self.copy[1].write("".join(lines))
+
+    @property
+    def writing(self):
+        return self.copy is not None
+
+    def pause(self):
+        self._end(None, None, None)
+
+    def finish(self, meanwhile):
+        value = meanwhile()
+        self.pause()
+        return value
+
+    def __enter__(self):
+        self.cursor = self.connection.cursor()
+        return self
+
+    def __exit__(self, *exc_info):
+        try:
+            self._end(*exc_info)  # an error aborts the COPY (and so the transaction)
+        finally:
+            self.cursor.close()
+
+    def _end(self, *exc_info) -> None:
+        if self.copy is not None:
+            manager, self.copy = self.copy[0], None
+            manager.__exit__(*exc_info)
+
+
+def _added(items: dict, seen: int) -> list:
+    """The keys added to `items` after its first `seen` (read from the end: a dict keeps
+    insertion order, and this costs what was added, not what was there)."""
+    added = list(itertools.islice(reversed(items), len(items) - seen))
+    added.reverse()
+    return added
+
+
+def _quoted(columns: tuple[str, ...]) -> str:
+    return ", ".join(f'"{column}"' for column in columns)
 
 
 def _run_totals(results: list[ResultInfo],

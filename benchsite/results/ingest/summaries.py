@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from django.db import connection
 from django.db.models import Max
 
-from benchsite.results.ingest.normalize import Batch
+from benchsite.results.ingest.normalize import Batch, ResultInfo
 from benchsite.results.models import Result, Run, RunBenchmark, RunSummary, SummarySlice
 
 # Accuracy results that count as a pass, as the PyTorch HUD counts them.
@@ -42,12 +42,12 @@ def _add(total: list, value: float | None, string_values: list[str] | None) -> N
         total[4] += string_values[0] in PASS_VALUES
 
 
-def batch_rows(batch: Batch, run_ids: dict[str, int]) -> list[tuple]:
-    """The summary rows of a batch's results (for `add_rows`): plain Python, which ingestion
-    does while the database writes the batch's results."""
+def batch_rows(batch: Batch, results: list[ResultInfo], run_ids: dict[str, int]) -> list[tuple]:
+    """The summary rows of these results of a batch (for `add_rows`): plain Python, which
+    ingestion does while the database writes the last of them."""
     totals: dict[tuple, list] = {}
     group_of, series = operator.attrgetter(*GROUP), batch.series
-    for result in batch.results:
+    for result in results:
         key = (result.run, *group_of(series[result.series]))
         total = totals.get(key)
         if total is None:

@@ -22,7 +22,6 @@ from django.utils import timezone
 
 from benchsite.gc_pause import gc_paused
 from benchsite.results.ingest import mixed, parse
-from benchsite.results.ingest.normalize import Batch
 from benchsite.results.ingest.store import store_for
 from benchsite.results.ingest.summaries import refresh_slices, resummarize_runs
 from benchsite.results.models import Run, Upload, UploadToken
@@ -81,7 +80,7 @@ def store_upload(
     `metadata` holds run fields the records may lack (query parameters of the API);
     `payload_gzip` is the body as the client compressed it, kept instead of recompressing.
     `announce=False` skips the `upload_stored` signal (bulk loaders run detection once after).
-    Raises UploadRefused (or a subclass) with every problem; then nothing is written.
+    Raises UploadRefused (or a subclass) with every problem; then nothing is stored.
     """
     metadata = {key: value for key, value in (metadata or {}).items() if value not in (None, "")}
     digest = content_hash(body, metadata)
@@ -90,9 +89,6 @@ def store_upload(
         _check_repos(token, repeat.repos)  # a replay tells nothing to a token of other repos
         return Stored(repeat, created=False)
 
-    batch = _normalize(body, metadata, received=datetime.now(UTC))
-    _check_repos(token, batch.repos)
-
     upload = Upload(
         source=source,
         token=token,
@@ -100,19 +96,14 @@ def store_upload(
         content_hash=digest,
         payload_gzip=payload_gzip or gzip.compress(body, compresslevel=1),
         request_metadata=metadata,
-        record_count=len(batch.results),
-        repos=sorted(batch.repos),
         # Recorded in the upload's transaction: a detection task lost after the commit
         # (broker down, worker killed) is queued again by the sweeper.
         detection_owed_at=timezone.now()
         if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
     )
-    # Before the upload's transaction: making a month locks readers out until it commits.
-    ensure_months(connection, (result.timestamp for result in batch.results))
     try:
         with transaction.atomic():
-            upload.save()
-            store_for(connection).save(upload, batch)
+            _store(upload, body, metadata, received=datetime.now(UTC), token=token)
             if announce:
                 transaction.on_commit(
                     lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
@@ -129,45 +120,56 @@ def store_upload(
 def rederive(upload: Upload) -> int:
     """Store an upload's results again from its raw payload (after a normalisation change);
     returns the number of results. Missing timestamps again mean the upload's time."""
-    batch = _normalize(upload.payload(), upload.request_metadata, received=upload.created_at)
-    ensure_months(connection, (result.timestamp for result in batch.results))
     with transaction.atomic():
         stale = list(upload.results.values_list("run_id").annotate(n=Count("id")))
         for run_id, count in stale:
             Run.objects.filter(pk=run_id).update(result_count=F("result_count") - count)
         upload.results.all().delete()
-        store_for(connection).save(upload, batch)
+        _store(upload, upload.payload(), upload.request_metadata, received=upload.created_at)
         affected = {run_id for run_id, _ in stale}
         affected.update(upload.results.values_list("run_id", flat=True).distinct())
         resummarize_runs(sorted(affected))
         refresh_slices(set(Run.objects.filter(pk__in=affected)
                            .values_list("repo", "head_branch")))
-        upload.record_count = len(batch.results)
-        upload.repos = sorted(batch.repos)
-        upload.save(update_fields=["record_count", "repos"])
     return upload.record_count
 
 
-def _normalize(body: bytes, metadata: dict[str, Any], received: datetime) -> Batch:
-    """The batch of a body, record by record (`ingest.mixed`)."""
+def _store(upload: Upload, body: bytes, metadata: dict[str, Any], received: datetime,
+           token: UploadToken | None = None) -> None:
+    """Store the results of `body` as `upload`'s (inserting `upload` if it is new), read and
+    written chunk by chunk (`ingest.mixed`, `Store.save`), inside the caller's transaction;
+    UploadRefused (or a subclass) lists every problem, and the caller's transaction then
+    undoes what was written. Missing timestamps mean `received`."""
     defaults = {"timestamp": int(received.timestamp()), **metadata}
     try:
         records, envelope = parse.split_body(body)
-        batch, errors, count = mixed.normalize(
-            records, {**defaults, **envelope}, escaped_nul=b"\\u0000" in body)
+        normalization = mixed.Normalization(records, {**defaults, **envelope},
+                                            escaped_nul=b"\\u0000" in body)
+        # A forbidden repo's runs and series are not even written before the refusal.
+        chunks = normalization.chunks(admit=lambda batch: not _forbidden(token, batch.repos))
+        store_for(connection).save(upload, normalization.batch, chunks)
     except parse.BodyError as error:
         raise UploadRefused([str(error)]) from None
-    del records
-    if errors:
-        raise UploadRefused(errors, count)
-    return batch
+    if normalization.errors:
+        raise UploadRefused(normalization.errors, normalization.count)
+    batch = normalization.batch
+    _check_repos(token, batch.repos)
+    upload.record_count = len(batch.results)
+    upload.repos = sorted(batch.repos)
+    upload.save(update_fields=["record_count", "repos"])
+    # A new month's partition is made after the commit, so that its locks are not held
+    # for the upload's transaction: meanwhile its rows wait in the DEFAULT partition.
+    timestamps = {result.timestamp for result in batch.results}
+    transaction.on_commit(lambda: ensure_months(connection, timestamps), robust=True)
+
+
+def _forbidden(token: UploadToken | None, repos: Iterable[str]) -> list[str]:
+    """The repos the token may not upload for, sorted."""
+    return [] if token is None else sorted(repo for repo in repos if not token.allows(repo))
 
 
 def _check_repos(token: UploadToken | None, repos: Iterable[str]) -> None:
-    if token is None:
-        return
-    forbidden = sorted(repo for repo in repos if not token.allows(repo))
-    if forbidden:
+    if forbidden := _forbidden(token, repos):
         raise RepoForbidden(
             [f"repo {repo!r}: token {token.name!r} may upload only for {token.repos}"
              for repo in forbidden]
