@@ -258,7 +258,9 @@ def test_series_ids_are_cached_only_after_commit(api, token, django_capture_on_c
     assert SERIES_IDS.get((connection.alias, series.identity)) is None, "cached before commit"
     with django_capture_on_commit_callbacks(execute=True):
         post(api, token, [record(**{**META, "head_sha": "b" * 40})])
-    assert SERIES_IDS.get((connection.alias, series.identity)) == series.id
+    # SQLite cannot tell when cached ids go stale (`Store.cache_token`): it caches none.
+    cached = series.id if connection.vendor == "postgresql" else None
+    assert SERIES_IDS.get((connection.alias, series.identity)) == cached
     SERIES_IDS.clear()
 
 

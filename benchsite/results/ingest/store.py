@@ -29,18 +29,18 @@ from benchsite.results.ingest.normalize import Batch, ResultInfo, RunInfo, Serie
 from benchsite.results.ingest.summaries import add_rows, batch_rows
 from benchsite.results.models import Result, Run, RunBenchmark, Series, Upload
 
-# Series ids by (database alias, identity), kept across uploads by this process. Looking ids
-# up by id is several times cheaper than by identity, so cached ids are only checked to
-# still exist (a flushed or restored database invalidates the whole cache). Ids are
-# remembered when the transaction that saw them commits: a rolled-back upload adds nothing.
+# Series ids by (database alias, identity), kept across uploads by this process (looking
+# thousands up by identity cost a few milliseconds an upload), where the database can say
+# whether they still hold (`Store.cache_token`): the cache of an alias is emptied when its
+# token changes. Ids are remembered when the transaction that saw them commits (a
+# rolled-back upload adds nothing), and only if the token is still the one they were read
+# under.
 SERIES_IDS = ProcessCache(maxsize=200_000)
+CACHE_TOKENS: dict[str, tuple] = {}  # the token SERIES_IDS holds ids under, by alias
 
 T = TypeVar("T")
 
-
-class StaleIds(Exception):
-    """Series ids from the process cache that the database no longer has (it was flushed or
-    restored): the chunks are written again with every id looked up."""
+NULL = "\\N"  # in COPY's text format
 
 
 class Store:
@@ -69,26 +69,18 @@ class Store:
             return
         if upload.pk is None:
             self.insert_upload(upload)
-        written: list[list[ResultInfo]] = []
-        try:
-            with transaction.atomic(using=self.connection.alias):
-                self._write(upload, batch, itertools.chain([first], chunks), written,
-                            trust_cache=True)
-        except StaleIds:
-            SERIES_IDS.clear()
-            with transaction.atomic(using=self.connection.alias):
-                self._write(upload, batch, written, [], trust_cache=False)
-
-    def _write(self, upload: Upload, batch: Batch, chunks: Iterable[list[ResultInfo]],
-               written: list[list[ResultInfo]], trust_cache: bool) -> None:
         alias = self.connection.alias
+        token = self.cache_token()
+        if token is None or CACHE_TOKENS.get(alias) != token:
+            SERIES_IDS.clear()
+            CACHE_TOKENS[alias] = token
         run_ids: dict[str, int] = {}
         series_ids: dict[str, int] = {}
         runs_seen = series_seen = 0  # how many of the batch's runs and series were seen
         new_runs: list[str] = []  # seen, without ids yet
         new_series: dict[str, SeriesInfo] = {}
         looked_up: dict[str, int] = {}  # series ids read from the database
-        cached: list[int] = []  # series ids taken from the process cache, checked below
+        written: list[list[ResultInfo]] = []
         held: list[list[ResultInfo]] = []  # chunks waiting for ids
 
         def look_up() -> None:
@@ -100,17 +92,16 @@ class Store:
             new_series.clear()
 
         with self.writer(upload.pk, run_ids, series_ids) as writer:
-            for chunk in chunks:
+            for chunk in itertools.chain([first], chunks):
                 written.append(chunk)
                 new_runs += _added(batch.runs, runs_seen)
                 runs_seen = len(batch.runs)
                 for identity in _added(batch.series, series_seen):
-                    series_id = SERIES_IDS.get((alias, identity)) if trust_cache else None
+                    series_id = SERIES_IDS.get((alias, identity))
                     if series_id is None:
                         new_series[identity] = batch.series[identity]
                     else:
                         series_ids[identity] = series_id
-                        cached.append(series_id)
                 series_seen = len(batch.series)
                 if new_runs or new_series or held:
                     if writer.writing:  # looking up would end the COPY: at the end, at once
@@ -128,12 +119,8 @@ class Store:
             # last chunk.
             summary_rows, counts, latest = writer.finish(meanwhile=lambda: (
                 batch_rows(batch, results, run_ids), *_run_totals(results, run_ids)))
-        if cached and self.count_series(cached) != len(cached):
-            raise StaleIds
-        transaction.on_commit(
-            lambda: SERIES_IDS.update({(alias, identity): series_id
-                                       for identity, series_id in looked_up.items()}),
-            using=alias)
+        if token is not None:
+            transaction.on_commit(lambda: _remember(alias, token, looked_up), using=alias)
         add_rows(summary_rows)
         for run_id, count in counts.items():
             Run.objects.filter(pk=run_id).update(
@@ -184,9 +171,10 @@ class Store:
     def ids_by_identity(self, model: type[Model], identities: list[str]) -> dict[str, int]:
         raise NotImplementedError
 
-    def count_series(self, series_ids: Iterable[int]) -> int:
-        """How many of these series ids exist."""
-        raise NotImplementedError
+    def cache_token(self) -> tuple | None:
+        """What changes whenever cached series ids may have gone (series deleted, the table
+        emptied or restored); None where the database cannot say (nothing is cached)."""
+        return None
 
     def insert_series(self, items: dict[str, SeriesInfo]) -> None:
         """Create series, skipping any that a concurrent upload created meanwhile."""
@@ -210,11 +198,6 @@ class OrmStore(Store):
             found.update(model.objects.filter(identity__in=chunk)
                          .values_list("identity", "id"))
         return found
-
-    def count_series(self, series_ids):
-        ids = list(series_ids)
-        return sum(Series.objects.filter(pk__in=ids[start : start + self.LOOKUP_CHUNK]).count()
-                   for start in range(0, len(ids), self.LOOKUP_CHUNK))
 
     def insert_series(self, items):
         Series.objects.bulk_create(
@@ -250,7 +233,8 @@ class CopyStore(Store):
 
     def ids_by_identity(self, model, identities):
         # One array parameter (an IN list of thousands of parameters is slow to build),
-        # joined as a table: see count_series.
+        # joined as a table: the join probes the index once an identity, where `= ANY(%s)`
+        # with thousands of values was planned as a scan comparing every row with each.
         with self.connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT identity, id FROM unnest(%s::text[]) AS given(identity) "
@@ -259,14 +243,13 @@ class CopyStore(Store):
             )
             return dict(cursor.fetchall())
 
-    def count_series(self, series_ids):
+    def cache_token(self):
+        # A sequence bumped by a trigger on every DELETE or TRUNCATE of series (migration
+        # results.0016), and the table's file node, which TRUNCATE and a restore change.
         with self.connection.cursor() as cursor:
-            # A join with the unnested array probes the primary key once per id; `id = ANY(%s)`
-            # with thousands of ids is planned as a scan comparing every row with every id.
-            cursor.execute(f"SELECT count(*) FROM unnest(%s::bigint[]) AS given(id) "
-                           f"JOIN {Series._meta.db_table} USING (id)",
-                           [_array_literal(map(str, series_ids))])
-            return cursor.fetchone()[0]
+            cursor.execute(f"SELECT pg_relation_filenode('{Series._meta.db_table}'), "
+                           "last_value, is_called FROM results_series_deletions")
+            return cursor.fetchone()
 
     def insert_series(self, items):
         table = Series._meta.db_table
@@ -366,18 +349,26 @@ class CopyWriter(ResultWriter):
             self.copy = (manager, manager.__enter__())
         run_ids, series_ids, middles = self.run_ids, self.series_ids, self.middles
         lines = []
-        for r in results:
-            middle = middles.get((r.run, r.timestamp))
-            if middle is None:
-                middle = middles[r.run, r.timestamp] = (
-                    f"\t{run_ids[r.run]}\t{self.upload_id}\t"
-                    f"{moment(r.timestamp).isoformat()}\t")
-            values = r.values
-            lines.append(f"{series_ids[r.series]}{middle}{_copy_float(r.value)}\t"
-                         + (f"{{{values[0]!r}}}\t" if len(values) == 1
-                            else "{" + ",".join(map(repr, values)) + "}\t")
-                         + f"{_copy_float(r.target)}\t{_copy_json(r.string_values)}\t"
-                           f"{_copy_json(r.extra_info)}\t{_copy_json(r.unknown)}\n")
+        append = lines.append
+        last_run = last_timestamp = middle = None
+        for r in results:  # a few microseconds a row: the common cases inline
+            run, timestamp = r.run, r.timestamp
+            if run is not last_run or timestamp != last_timestamp:
+                middle = middles.get((run, timestamp))
+                if middle is None:
+                    middle = middles[run, timestamp] = (
+                        f"\t{run_ids[run]}\t{self.upload_id}\t"
+                        f"{moment(timestamp).isoformat()}\t")
+                last_run, last_timestamp = run, timestamp
+            values, value, target = r.values, r.value, r.target
+            strings, extra, unknown = r.string_values, r.extra_info, r.unknown
+            append(f"{series_ids[r.series]}{middle}{NULL if value is None else repr(value)}\t"
+                   + (f"{{{values[0]!r}}}\t" if len(values) == 1
+                      else "{" + ",".join(map(repr, values)) + "}\t")
+                   + f"{NULL if target is None else repr(target)}\t"
+                     f"{NULL if strings is None else _copy_json(strings)}\t"
+                     f"{NULL if extra is None else _copy_json(extra)}\t"
+                     f"{NULL if unknown is None else _copy_json(unknown)}\n")
         self.copy[1].write("".join(lines))
 
     @property
@@ -406,6 +397,13 @@ class CopyWriter(ResultWriter):
         if self.copy is not None:
             manager, self.copy = self.copy[0], None
             manager.__exit__(*exc_info)
+
+
+def _remember(alias: str, token: tuple, series_ids: dict[str, int]) -> None:
+    """Cache series ids read under `token`, unless the alias's token has changed since."""
+    if CACHE_TOKENS.get(alias) == token:
+        SERIES_IDS.update({(alias, identity): series_id
+                           for identity, series_id in series_ids.items()})
 
 
 def _added(items: dict, seen: int) -> list:
@@ -455,12 +453,8 @@ def _copy_text(value: str) -> str:
             .replace("\r", "\\r"))
 
 
-def _copy_float(value: float | None) -> str:
-    return "\\N" if value is None else repr(value)
-
-
 def _copy_json(value: Any) -> str:
     if value is None:
-        return "\\N"
+        return NULL
     # JSON text never holds a raw tab or newline; only backslashes need COPY's escaping.
     return orjson.dumps(value).decode().replace("\\", "\\\\")
