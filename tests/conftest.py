@@ -84,11 +84,12 @@ def _fresh_series_ids():
     """Ingestion caches series ids when their transaction commits; a test that runs the
     commit callbacks (`django_capture_on_commit_callbacks(execute=True)`) inside the
     transaction the test then rolls back would leave ids of rows that never were."""
-    from benchsite.results.ingest.store import CACHE_TOKENS, SERIES_IDS
+    from benchsite.results.ingest.store import CACHE_TOKENS, PRELOADED, SERIES_IDS
 
     yield
     SERIES_IDS.clear()
     CACHE_TOKENS.clear()
+    PRELOADED.clear()
 
 
 # Playwright driving Debian's Chromium (/usr/bin/chromium) against the live test server: one

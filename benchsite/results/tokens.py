@@ -33,16 +33,19 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Authorization: expected 'Bearer <token>'")
         token = (
             UploadToken.objects.filter(digest=UploadToken.hash(header[1]), is_active=True)
-            .only("id", "repos", "name", "scopes", "queues")
+            .only("id", "repos", "name", "scopes", "queues", "last_used_at")
             .first()
         )
         if token is None:
             raise exceptions.AuthenticationFailed("unknown or revoked upload token")
-        # At most one write a minute: a write per request would cost a commit per upload.
+        # At most one write a minute: a write per request would cost a commit per upload
+        # (and the statement is only sent when the time read with the token is that old).
         now = timezone.now()
-        UploadToken.objects.filter(pk=token.pk).filter(
-            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - timedelta(minutes=1))
-        ).update(last_used_at=now)
+        stale = now - timedelta(minutes=1)
+        if token.last_used_at is None or token.last_used_at < stale:
+            UploadToken.objects.filter(pk=token.pk).filter(
+                Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)
+            ).update(last_used_at=now)
         return AnonymousUser(), token
 
     def authenticate_header(self, request):

@@ -4,11 +4,14 @@ tests run on whichever database the suite runs on, and the suite runs on both.""
 import gc
 import json
 import math
+import re
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from benchsite.results.ingest import UploadRefused, mixed, store_upload
+from benchsite.results.ingest import store as store_module
 from benchsite.results.ingest.normalize import ResultInfo, SeriesInfo, digest
 from benchsite.results.ingest.store import CopyStore, OrmStore, Store, store_for
 from benchsite.results.models import Result, Run, Series, Upload
@@ -173,3 +176,21 @@ def test_chunks_stop_at_the_first_problem_or_refusal_but_every_problem_is_listed
     assert chunks == [2, 2]  # the third chunk brings another repo
     assert len(normalization.batch.results) == 7 and normalization.count >= 1
     assert any(error.startswith("records[6]") for error in normalization.errors)
+
+
+def test_a_new_process_reads_a_repos_series_ids_at_once(
+        db, small_chunks, django_capture_on_commit_callbacks):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite caches no series ids (nothing to read ahead)")
+    with django_capture_on_commit_callbacks(execute=True):
+        store_upload(many(10), metadata=META)
+    store_module.SERIES_IDS.clear()  # as in a new worker process
+    store_module.PRELOADED.clear()
+    with CaptureQueriesContext(connection) as queries:
+        upload = store_upload(many(10), metadata={**META, "head_sha": "b" * 40}).upload
+    series_reads = [q["sql"] for q in queries if re.search(r'\bresults_series\b', q["sql"])
+                    and "results_series_deletions" not in q["sql"]]  # but the cache token
+    # One read of the repo's series: no chunk waited for a lookup of its series.
+    assert len(series_reads) == 1 and '"results_series"."repo" =' in series_reads[0]
+    assert Result.objects.filter(upload=upload).count() == 10
+    assert ("default", Series.objects.get(model="m3").identity) in store_module.SERIES_IDS._items

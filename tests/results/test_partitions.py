@@ -15,7 +15,7 @@ from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 
 from benchsite.results import partitions
-from benchsite.results.ingest import delete_uploads, store_upload
+from benchsite.results.ingest import delete_uploads, mixed, store_upload
 from benchsite.results.models import Result, Run, Series, Upload
 from tests.migrating import migrate, migrate_to_latest
 from tests.results.samples import META, record
@@ -120,21 +120,25 @@ def test_the_migration_moves_existing_rows_into_their_months_and_back():
     assert table_shape()[0] == "p"
 
 
-def test_an_upload_into_a_new_month_makes_its_partition_after_its_commit(db):
-    body = orjson.dumps([record(**{**META, "timestamp": unix(2031, 3)})])
+def test_the_first_chunks_months_are_made_first_and_a_later_chunks_after_the_commit(
+        db, monkeypatch):
+    monkeypatch.setattr(mixed, "CHUNK", 1)
+    body = orjson.dumps([record(**{**META, "timestamp": unix(2031, 3)}),
+                         record(**{**META, "timestamp": unix(2031, 4)}, model={"name": "m"})])
     with TestCase.captureOnCommitCallbacks() as after_commit:
         stored = store_upload(body, announce=False).upload
-    # Until its transaction commits, no month is made (the locks would be held that long).
-    assert set(homes().values()) == {"results_result_default"}
+    # The first chunk's month was made before the upload's transaction (making it inside
+    # would hold its locks until the commit); the second chunk's waits in DEFAULT.
+    assert sorted(homes().values()) == ["results_result_default", "results_result_p2031_03"]
     for callback in after_commit:
         callback()
-    assert set(homes().values()) == {"results_result_p2031_03"}
-    assert stored.results.count() == 1
+    assert sorted(homes().values()) == ["results_result_p2031_03", "results_result_p2031_04"]
+    assert stored.results.count() == 2
     with CaptureQueriesContext(connection) as queries:
         upload(unix(2031, 3, 20), sha="b" * 40)
     ddl = [q["sql"] for q in queries if q["sql"].startswith(("CREATE", "ALTER", "LOCK"))]
     assert ddl == []
-    assert set(homes().values()) == {"results_result_p2031_03"}
+    assert set(homes().values()) == {"results_result_p2031_03", "results_result_p2031_04"}
 
 
 def test_known_months_cost_no_query_once_committed(db, django_capture_on_commit_callbacks):

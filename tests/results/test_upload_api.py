@@ -3,11 +3,13 @@
 import gzip
 import json
 import math
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from benchsite.results.ingest.store import SERIES_IDS
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
@@ -293,3 +295,15 @@ def test_results_are_rederived_from_the_raw_payload(api, token, capsys):
     again = Result.objects.get()
     assert again.value == 1.25 and again.timestamp == original.timestamp
     assert Run.objects.get().result_count == 1
+
+
+def test_a_tokens_last_use_is_written_at_most_once_a_minute(api, token):
+    post(api, token, [record(**META)])
+    used = UploadToken.objects.get().last_used_at
+    assert used is not None
+    with CaptureQueriesContext(connection) as queries:
+        post(api, token, [record(**{**META, "head_sha": "b" * 40})])
+    assert not [q for q in queries if q["sql"].startswith('UPDATE "results_uploadtoken"')]
+    UploadToken.objects.update(last_used_at=used - timedelta(minutes=2))
+    post(api, token, [record(**{**META, "head_sha": "c" * 40})])
+    assert UploadToken.objects.get().last_used_at > used

@@ -22,6 +22,7 @@ from benchsite.results.ingest.normalize import Batch, Normalizer, ResultInfo
 
 MAX_LISTED = 100  # problems listed by name; the others are counted
 CHUNK = 500  # results a chunk: small enough to overlap, large enough to cost nothing a record
+FIRST_CHUNK = 100  # the first is smaller: the database starts writing sooner
 
 
 class Normalization:
@@ -43,15 +44,16 @@ class Normalization:
 
     def chunks(self, admit: Callable[[Batch], bool] = lambda batch: True,
                ) -> Iterator[list[ResultInfo]]:
-        """The results, CHUNK at a time, as the records are read. Once a problem is found
-        or `admit` refuses the batch (checked before each chunk), the rest of the records
-        are still read, for their problems, but no chunk is yielded any more: nothing of an
-        upload that will be refused reaches the database after that point."""
+        """The results, CHUNK at a time (the first FIRST_CHUNK), as the records are read.
+        Once a problem is found or `admit` refuses the batch (checked before each chunk),
+        the rest of the records are still read, for their problems, but no chunk is yielded
+        any more: nothing of an upload that will be refused reaches the database after that
+        point."""
         fast = FastPath(self.normalizer)
         results = self.batch.results
         errors = self.errors
         escaped_nul = self.escaped_nul
-        size = CHUNK
+        size = min(FIRST_CHUNK, CHUNK)
         open_chunk = 0  # where the results not yet yielded start
         yielding = True
         index = 0
@@ -72,7 +74,7 @@ class Normalization:
                     yielding = not self.count and admit(self.batch)
                     if yielding:
                         yield results[open_chunk:]
-                        open_chunk = len(results)
+                        open_chunk, size = len(results), CHUNK
         if not index:
             self.count += 1
             errors.append("records: no records in the upload")

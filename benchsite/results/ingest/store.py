@@ -37,6 +37,11 @@ from benchsite.results.models import Result, Run, RunBenchmark, Series, Upload
 # under.
 SERIES_IDS = ProcessCache(maxsize=200_000)
 CACHE_TOKENS: dict[str, tuple] = {}  # the token SERIES_IDS holds ids under, by alias
+# (alias, repo) whose series ids were read all at once into SERIES_IDS under its token: a
+# process's first upload of a repo reads them in one query, so that its later chunks find
+# their ids cached and are written while the next is read (not held to the end).
+PRELOADED: set[tuple[str, str]] = set()
+PRELOAD_LIMIT = 100_000  # series a repo; of a larger repo, the newest
 
 T = TypeVar("T")
 
@@ -73,6 +78,7 @@ class Store:
         token = self.cache_token()
         if token is None or CACHE_TOKENS.get(alias) != token:
             SERIES_IDS.clear()
+            PRELOADED.clear()
             CACHE_TOKENS[alias] = token
         run_ids: dict[str, int] = {}
         series_ids: dict[str, int] = {}
@@ -84,6 +90,13 @@ class Store:
         held: list[list[ResultInfo]] = []  # chunks waiting for ids
 
         def look_up() -> None:
+            repos = {batch.runs[identity].repo for identity in new_runs}
+            if token is not None and (fresh := {r for r in repos if (alias, r) not in PRELOADED}):
+                self.preload(fresh)
+                for identity in list(new_series):
+                    if (series_id := SERIES_IDS.get((alias, identity))) is not None:
+                        series_ids[identity] = series_id
+                        del new_series[identity]
             run_ids.update(self.run_ids(upload, [batch.runs[i] for i in new_runs]))
             found = self.series_ids(new_series)
             series_ids.update(found)
@@ -132,6 +145,16 @@ class Store:
             start = moment(batch.runs[identity].timestamp)
             if Run.objects.filter(pk=run_id, timestamp__gt=start).update(timestamp=start):
                 RunBenchmark.objects.filter(run_id=run_id).update(timestamp=start)
+
+    def preload(self, repos: set[str]) -> None:
+        """Cache the ids of these repos' series (committed rows, read under the current
+        token), at most PRELOAD_LIMIT a repo, the newest."""
+        alias = self.connection.alias
+        for repo in sorted(repos):
+            ids = (Series.objects.filter(repo=repo).order_by("-id")
+                   .values_list("identity", "id")[:PRELOAD_LIMIT])
+            SERIES_IDS.update({(alias, identity): series_id for identity, series_id in ids})
+            PRELOADED.add((alias, repo))
 
     def run_ids(self, upload: Upload, runs: list[RunInfo]) -> dict[str, int]:
         """The ids of these runs by identity, creating the new ones as `upload`'s."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -101,9 +103,10 @@ def store_upload(
         detection_owed_at=timezone.now()
         if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
     )
+    reading = _Reading(body, metadata, received=datetime.now(UTC), token=token)
     try:
         with transaction.atomic():
-            _store(upload, body, metadata, received=datetime.now(UTC), token=token)
+            reading.store(upload)
             if announce:
                 transaction.on_commit(
                     lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
@@ -120,12 +123,13 @@ def store_upload(
 def rederive(upload: Upload) -> int:
     """Store an upload's results again from its raw payload (after a normalisation change);
     returns the number of results. Missing timestamps again mean the upload's time."""
+    reading = _Reading(upload.payload(), upload.request_metadata, received=upload.created_at)
     with transaction.atomic():
         stale = list(upload.results.values_list("run_id").annotate(n=Count("id")))
         for run_id, count in stale:
             Run.objects.filter(pk=run_id).update(result_count=F("result_count") - count)
         upload.results.all().delete()
-        _store(upload, upload.payload(), upload.request_metadata, received=upload.created_at)
+        reading.store(upload)
         affected = {run_id for run_id, _ in stale}
         affected.update(upload.results.values_list("run_id", flat=True).distinct())
         resummarize_runs(sorted(affected))
@@ -134,33 +138,56 @@ def rederive(upload: Upload) -> int:
     return upload.record_count
 
 
-def _store(upload: Upload, body: bytes, metadata: dict[str, Any], received: datetime,
-           token: UploadToken | None = None) -> None:
-    """Store the results of `body` as `upload`'s (inserting `upload` if it is new), read and
-    written chunk by chunk (`ingest.mixed`, `Store.save`), inside the caller's transaction;
-    UploadRefused (or a subclass) lists every problem, and the caller's transaction then
-    undoes what was written. Missing timestamps mean `received`."""
-    defaults = {"timestamp": int(received.timestamp()), **metadata}
+class _Reading:
+    """An upload's body read and stored chunk by chunk (`ingest.mixed`, `Store.save`).
+
+    The first chunk is read when this is made, before the upload's transaction, and the
+    partitions of its months made (those of most uploads' results): making one inside the
+    transaction would hold its locks until the commit. A month the later chunks bring is
+    made after the commit; its rows wait in the DEFAULT partition till then. Missing
+    timestamps mean `received`."""
+
+    def __init__(self, body: bytes, metadata: dict[str, Any], received: datetime,
+                 token: UploadToken | None = None):
+        self.token = token
+        defaults = {"timestamp": int(received.timestamp()), **metadata}
+        with _body_errors():
+            records, envelope = parse.split_body(body)
+            self.normalization = mixed.Normalization(
+                records, {**defaults, **envelope}, escaped_nul=b"\\u0000" in body)
+            # A forbidden repo's runs and series are not even written before the refusal.
+            chunks = self.normalization.chunks(
+                admit=lambda batch: not _forbidden(token, batch.repos))
+            first = next(chunks, None)
+        self.chunks = chunks if first is None else itertools.chain([first], chunks)
+        if first is not None:
+            ensure_months(connection, {result.timestamp for result in first})
+
+    def store(self, upload: Upload) -> None:
+        """Store the results as `upload`'s (inserting `upload` if it is new), inside the
+        caller's transaction; UploadRefused (or a subclass) lists every problem, and the
+        caller's transaction then undoes what was written."""
+        normalization = self.normalization
+        with _body_errors():
+            store_for(connection).save(upload, normalization.batch, self.chunks)
+        if normalization.errors:
+            raise UploadRefused(normalization.errors, normalization.count)
+        batch = normalization.batch
+        _check_repos(self.token, batch.repos)
+        upload.record_count = len(batch.results)
+        upload.repos = sorted(batch.repos)
+        upload.save(update_fields=["record_count", "repos"])
+        timestamps = {result.timestamp for result in batch.results}
+        transaction.on_commit(lambda: ensure_months(connection, timestamps), robust=True)
+
+
+@contextmanager
+def _body_errors() -> Iterator[None]:
+    """A body that is not JSON (found as it is read) refused as UploadRefused."""
     try:
-        records, envelope = parse.split_body(body)
-        normalization = mixed.Normalization(records, {**defaults, **envelope},
-                                            escaped_nul=b"\\u0000" in body)
-        # A forbidden repo's runs and series are not even written before the refusal.
-        chunks = normalization.chunks(admit=lambda batch: not _forbidden(token, batch.repos))
-        store_for(connection).save(upload, normalization.batch, chunks)
+        yield
     except parse.BodyError as error:
         raise UploadRefused([str(error)]) from None
-    if normalization.errors:
-        raise UploadRefused(normalization.errors, normalization.count)
-    batch = normalization.batch
-    _check_repos(token, batch.repos)
-    upload.record_count = len(batch.results)
-    upload.repos = sorted(batch.repos)
-    upload.save(update_fields=["record_count", "repos"])
-    # A new month's partition is made after the commit, so that its locks are not held
-    # for the upload's transaction: meanwhile its rows wait in the DEFAULT partition.
-    timestamps = {result.timestamp for result in batch.results}
-    transaction.on_commit(lambda: ensure_months(connection, timestamps), robust=True)
 
 
 def _forbidden(token: UploadToken | None, repos: Iterable[str]) -> list[str]:
