@@ -84,12 +84,6 @@ class Normalization:
         if yielding and not self.count and len(results) > open_chunk and admit(self.batch):
             yield results[open_chunk:]
 
-    def read(self) -> Batch:
-        """The whole batch, read without storing (the problems in `errors`)."""
-        for _ in self.chunks():
-            pass
-        return self.batch
-
 
 def _has_nul(record: bytes | msgspec.Raw) -> bool:
     return b"\\u0000" in (record if isinstance(record, bytes) else bytes(record))

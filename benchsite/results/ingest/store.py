@@ -62,7 +62,7 @@ class Store:
         """Store the results of `chunks` as `upload`'s (inside the caller's transaction),
         inserting `upload` first if it is new and there is a chunk.
 
-        The chunks are lists of `batch`'s results, read as they come (`mixed.Normalization`):
+        The chunks are consecutive slices of `batch.results`, read as they come (`mixed`):
         the batch gains their runs and series meanwhile. A chunk whose runs and series all
         have ids is written while the caller reads the next (on PostgreSQL, into a COPY left
         open between chunks). Ids are looked up, and new runs and series created, before the
@@ -86,7 +86,7 @@ class Store:
         new_runs: list[str] = []  # seen, without ids yet
         new_series: dict[str, SeriesInfo] = {}
         looked_up: dict[str, int] = {}  # series ids read from the database
-        written: list[list[ResultInfo]] = []
+        written = 0  # results yielded (written or held): the chunks are consecutive slices
         held: list[list[ResultInfo]] = []  # chunks waiting for ids
 
         def look_up() -> None:
@@ -106,7 +106,7 @@ class Store:
 
         with self.writer(upload.pk, run_ids, series_ids) as writer:
             for chunk in itertools.chain([first], chunks):
-                written.append(chunk)
+                written += len(chunk)
                 new_runs += _added(batch.runs, runs_seen)
                 runs_seen = len(batch.runs)
                 for identity in _added(batch.series, series_seen):
@@ -127,7 +127,7 @@ class Store:
                 look_up()
                 for chunk in held:
                     writer.write(chunk)
-            results = list(itertools.chain.from_iterable(written))
+            results = batch.results[:written]
             # The summaries and run totals are worked out while the database writes the
             # last chunk.
             summary_rows, counts, latest = writer.finish(meanwhile=lambda: (
