@@ -152,13 +152,21 @@ def test_chunks_of_new_and_known_series_store_every_result_once(
     assert Run.objects.get(head_sha="c" * 40).result_count == 15
 
 
-def test_a_bad_record_in_a_late_chunk_stores_nothing(db, small_chunks):
+def test_a_bad_record_in_a_late_chunk_stores_nothing(db, small_chunks, monkeypatch):
     records = json.loads(many(10))
     records[8]["metric"]["benchmark_values"] = ["fast"]
+    made = []
+    kind = type(store_for(connection))
+    insert_series = kind.insert_series
+    monkeypatch.setattr(kind, "insert_series",
+                        lambda self, items: made.append(len(items)) or insert_series(self, items))
     with pytest.raises(UploadRefused) as refused:
         store_upload(json.dumps(records).encode(), metadata=META)
     assert refused.value.errors[0] == (
         "records[8].metric.benchmark_values[0]: expected a number, got a string 'fast'")
+    # The first chunk's series were made; the second chunk's (held back for new series)
+    # were not, once the third's bad record refused the upload.
+    assert made == [3]
     assert (Upload.objects.count(), Run.objects.count(), Series.objects.count(),
             Result.objects.count()) == (0, 0, 0, 0)
 

@@ -28,8 +28,9 @@ FIRST_CHUNK = 100  # the first is smaller: the database starts writing sooner
 class Normalization:
     """The records of `parse.split_body`, normalised into `batch` as `chunks()` reads them.
 
-    `errors` (the first MAX_LISTED problems, by record index and field) and `count` (of all
-    problems) are final once `chunks()` is exhausted. `escaped_nul`: whether the body holds
+    `errors` (the first MAX_LISTED problems, by record index and field), `count` (of all
+    problems) and `complete` (whether every result was yielded: no problem, admitted) are
+    final once `chunks()` is exhausted. `escaped_nul`: whether the body holds
     an escaped NUL character (`\\u0000`), which only the general path refuses."""
 
     def __init__(self, records: Iterable[parse.Text | Any], metadata: dict[str, Any],
@@ -41,6 +42,7 @@ class Normalization:
         self.batch = normalizer.batch
         self.errors: list[str] = []
         self.count = 0
+        self.complete = False
 
     def chunks(self, admit: Callable[[Batch], bool] = lambda batch: True,
                ) -> Iterator[list[ResultInfo]]:
@@ -81,8 +83,11 @@ class Normalization:
         if self.count > len(errors):
             errors.append(f"... and {self.count - len(errors)} more problems "
                           f"({self.count} in all)")
-        if yielding and not self.count and len(results) > open_chunk and admit(self.batch):
-            yield results[open_chunk:]
+        if yielding and not self.count and len(results) > open_chunk:
+            yielding = admit(self.batch)
+            if yielding:
+                yield results[open_chunk:]
+        self.complete = yielding and not self.count
 
 
 def _has_nul(record: bytes | msgspec.Raw) -> bool:

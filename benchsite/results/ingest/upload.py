@@ -169,7 +169,8 @@ class _Reading:
         caller's transaction then undoes what was written."""
         normalization = self.normalization
         with _body_errors():
-            store_for(connection).save(upload, normalization.batch, self.chunks)
+            store_for(connection).save(upload, normalization.batch, self.chunks,
+                                       complete=lambda: normalization.complete)
         if normalization.errors:
             raise UploadRefused(normalization.errors, normalization.count)
         batch = normalization.batch
