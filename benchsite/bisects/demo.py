@@ -41,7 +41,7 @@ from benchsite.jobs.models import Job, JobCell
 from benchsite.jobs.submit import plan_spec
 from benchsite.regressions.models import Regression
 from benchsite.results.ingest import store_upload
-from benchsite.results.models import Result, Upload
+from benchsite.results.models import Result, Upload, repetitions
 from runner.sources import demo
 from runner.sources.builds import BuildFailed
 from runner.sources.commit import RunFailed, run_cells
@@ -135,7 +135,7 @@ def nightly(source: Source, sha: str, night: int, number: int, measured: dict[st
         errors = "; ".join(job.cells.exclude(error="").values_list("error", flat=True))
         raise CommandError(f"{where}: job {job.pk} {job.status}: {errors[-2000:]}")
     values = [v for each in Result.objects.filter(run__in=job.runs(), series__metric=demo.METRIC)
-              .values_list("values", flat=True) for v in each or []]
+              .values_list("values", "value") for v in repetitions(*each)]
     out.write(f"{where}: job {job.pk}, {demo.METRIC} median "
               f"{median(values) if values else float('nan'):.3g} ms")
     return job

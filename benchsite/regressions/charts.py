@@ -60,8 +60,8 @@ def series_chart_payload(series: Series, results: Iterable[Result],
     data = []
     if repetitions:
         rep_x = [when for when, result in zip(x, results, strict=True)
-                 for _ in result.values or ()]
-        rep_y = [value for result in results for value in result.values or ()]
+                 for _ in result.repetitions]
+        rep_y = [value for result in results for value in result.repetitions]
         data.append({"type": "scatter", "mode": "markers", "name": "repetitions", "x": rep_x,
                      "y": rep_y, "marker": {"size": 4, "color": "rgba(87, 96, 106, 0.35)"},
                      "hoverinfo": "y"})

@@ -23,7 +23,7 @@ from rest_framework.pagination import CursorPagination
 
 from benchsite import csvfile, dates
 from benchsite.access.repos import validate_repo
-from benchsite.results.models import EnvironmentChange, Result, Run, Upload
+from benchsite.results.models import EnvironmentChange, Result, Run, Upload, repetitions
 
 RESULT_FIELDS = {
     "id": "id",
@@ -51,6 +51,12 @@ RESULT_FIELDS = {
     "series_id": "series_id",
     "series_extra_info": "series__extra_info",
 }
+
+
+def row_cells(row: dict) -> list:
+    """A `values()` row's fields in RESULT_FIELDS' order, `values` as the repetitions."""
+    return [repetitions(row["values"], row["value"]) if name == "values" else row[path]
+            for name, path in RESULT_FIELDS.items()]
 
 
 def jsonable(value):
@@ -154,7 +160,7 @@ class ResultRowSerializer(serializers.Serializer):
     series_extra_info = serializers.JSONField()
 
     def to_representation(self, row):
-        return {name: jsonable(row[path]) for name, path in RESULT_FIELDS.items()}
+        return dict(zip(RESULT_FIELDS, map(jsonable, row_cells(row)), strict=True))
 
 
 @extend_schema_view(
@@ -194,7 +200,7 @@ def csv_rows(rows) -> Iterator[list]:
         chunk = list(rows.filter(after)[:CSV_CHUNK])
         for row in chunk:
             yield [jsonable(value) if isinstance(value, list) else value
-                   for value in map(row.__getitem__, RESULT_FIELDS.values())]
+                   for value in row_cells(row)]
         if len(chunk) < CSV_CHUNK:
             return
         last = chunk[-1]

@@ -352,7 +352,11 @@ class Result(models.Model):
                                db_constraint=False)
     timestamp = models.DateTimeField()
     value = models.FloatField(null=True, help_text="median of the repetitions; null if none")
-    values = FloatListField(default=list, help_text="metric.benchmark_values, all repetitions")
+    # Null where it would hold one repetition that is `value`, or none: 21 of a result's
+    # 155 bytes in the table (most results have one). Read it as `repetitions`.
+    values = FloatListField(default=list, null=True,
+                            help_text="metric.benchmark_values, all repetitions; null: "
+                                      "[value] (or [] where value is null)")
     target = models.FloatField(null=True, blank=True)
     string_values = models.JSONField(null=True, blank=True)
     extra_info = OrjsonField(null=True, blank=True, help_text="metric.extra_info")
@@ -379,6 +383,23 @@ class Result(models.Model):
 
     def __str__(self) -> str:
         return f"result {self.pk}"
+
+    @property
+    def repetitions(self) -> list[float]:
+        return repetitions(self.values, self.value)
+
+
+def repetitions(values: list[float] | None, value: float | None) -> list[float]:
+    """A result's repetitions from its stored `values` and `value` (see Result.values)."""
+    if values is not None:
+        return values
+    return [] if value is None else [value]
+
+
+def stored_values(values: list[float], value: float | None) -> list[float] | None:
+    """What Result.values stores of these repetitions and their median `value`: null where
+    `repetitions` gives them back (none, or one that is not NaN)."""
+    return None if not values or (len(values) == 1 and value is not None) else values
 
 
 class RunSummary(models.Model):

@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from benchsite.jobs.models import JobCell
-from benchsite.results.models import EnvironmentChange, Result, Run
+from benchsite.results.models import EnvironmentChange, Result, Run, repetitions
 from dashboards import families, repro
 from dashboards.identity import DIMENSIONS, identity_columns
 from dashboards.pages.common import (
@@ -122,7 +122,7 @@ def build(state: State, pk: int) -> Page:
                               *dimensions, "string values"], [], paging=paging)
     explorer = reverse("dashboards:explorer")
     for *series, value, values, info, target, series_id, strings in shown:
-        spread, suspect = spread_text(values, info), suspect_of(info)
+        spread, suspect = spread_text(repetitions(values, value), info), suspect_of(info)
         if suspect:  # the number stays, marked and greyed like an unstable one
             spread = "; ".join(filter(None, [spread, suspect.describe()]))
         table.rows.append([*series, value, spread, target, *identities[series_id],

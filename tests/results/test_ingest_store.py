@@ -83,14 +83,23 @@ def test_results_keep_every_value_as_given(db, store):
             ResultInfo(run="r", series=identity, timestamp=1_760_000_001, values=[],
                        value=None, target=2.0, string_values=["pass"], extra_info=None,
                        unknown={"notes": AWKWARD})])
+        writer.write([  # one repetition; one that is NaN (no median)
+            ResultInfo(run="r", series=identity, timestamp=1_760_000_002 + index,
+                       values=[value], value=median, target=None, string_values=None,
+                       extra_info=None, unknown=None)
+            for index, (value, median) in enumerate([(-2.5, -2.5), (math.nan, None)])])
         meanwhile = writer.finish(meanwhile=lambda: "worked out meanwhile")
     assert meanwhile == "worked out meanwhile"
-    first, second = Result.objects.order_by("timestamp")
+    first, second, one, nan = Result.objects.order_by("timestamp")
     assert first.values[:2] == [1.5, math.inf] and math.isnan(first.values[2])
     assert (first.value, first.extra_info, first.timestamp.timestamp()) == (
         1.5, {"unit": AWKWARD}, 1_760_000_000)
     assert (second.value, second.target, second.string_values, second.unknown) == (
         None, 2.0, ["pass"], {"notes": AWKWARD})
+    # No repetition, or one that is the value, is stored as null and read back as given.
+    assert (second.values, second.repetitions) == (None, [])
+    assert (one.values, one.repetitions, one.value) == (None, [-2.5], -2.5)
+    assert nan.value is None and math.isnan(nan.values[0]) and len(nan.repetitions) == 1
 
 
 def test_statistics_can_be_refreshed_after_a_bulk_load(transactional_db, store):

@@ -133,9 +133,11 @@ COMPACT_INDEXES = {
 
 @pytest.mark.django_db(transaction=True)
 def test_0017_keys_results_by_time_finds_uploads_by_brin_and_goes_back():
+    stored = upload(unix(2026, 1)).pk  # one repetition: its values stored null
     try:
         migrate([("results", "0016_series_deletions")])
-        stored = upload(unix(2026, 1)).pk
+        # 0018 undone: the null values written as the array they stand for
+        assert list(Result.objects.values_list("values", flat=True)) == [[1.25]]
         before = table_shape()
         assert before[1]["results_result_pkey"] == 'btree (id, "timestamp")'
         assert {"results_res_timesta_e73c2f_idx", "results_res_run_id_430b47_idx"} <= set(

@@ -95,7 +95,7 @@ def test_envelope_metadata(api, token):
     assert response.status_code == 201, response.json()
     assert Run.objects.get().name == "nightly"
     minimal = Result.objects.get(series__benchmark="executorch")
-    assert minimal.values == [3.5]
+    assert minimal.repetitions == [3.5]
     assert (minimal.series.device, minimal.series.mode) == ("cpu", "")
 
 
@@ -104,7 +104,7 @@ def test_inductor_string_accuracy(api, token):
     assert response.status_code == 201, response.json()
     result = Result.objects.get()
     assert result.string_values == ["pass"]
-    assert result.values == [] and result.value is None and result.target is None
+    assert result.repetitions == [] and result.value is None and result.target is None
     assert result.series.backend == "inductor" and result.series.suite == "torchbench"
 
 

@@ -27,7 +27,7 @@ from benchsite.caching import ProcessCache
 from benchsite.results.environment import environment_fields
 from benchsite.results.ingest.normalize import Batch, ResultInfo, RunInfo, SeriesInfo
 from benchsite.results.ingest.summaries import add_rows, batch_rows
-from benchsite.results.models import Result, Run, RunBenchmark, Series, Upload
+from benchsite.results.models import Result, Run, RunBenchmark, Series, Upload, stored_values
 
 # Series ids by (database alias, identity), kept across uploads by this process (looking
 # thousands up by identity cost a few milliseconds an upload), where the database can say
@@ -361,7 +361,8 @@ class OrmWriter(ResultWriter):
         run_ids, series_ids, upload_id = self.run_ids, self.series_ids, self.upload_id
         Result.objects.bulk_create(
             (Result(series_id=series_ids[r.series], run_id=run_ids[r.run], upload_id=upload_id,
-                    timestamp=moment(r.timestamp), value=r.value, values=r.values,
+                    timestamp=moment(r.timestamp), value=r.value,
+                    values=stored_values(r.values, r.value),
                     target=r.target, string_values=r.string_values, extra_info=r.extra_info,
                     unknown=r.unknown) for r in results),
             batch_size=2000,
@@ -403,8 +404,9 @@ class CopyWriter(ResultWriter):
                 last_run, last_timestamp = run, timestamp
             values, value, target = r.values, r.value, r.target
             strings, extra, unknown = r.string_values, r.extra_info, r.unknown
+            # values as `stored_values` has them: null but for 2+ repetitions or a NaN one
             append(f"{series_ids[r.series]}{middle}{NULL if value is None else repr(value)}\t"
-                   + (f"{{{values[0]!r}}}\t" if len(values) == 1
+                   + (f"{NULL}\t" if len(values) < 2 and (value is not None or not values)
                       else "{" + ",".join(map(repr, values)) + "}\t")
                    + f"{NULL if target is None else repr(target)}\t"
                      f"{NULL if strings is None else _copy_json(strings)}\t"
