@@ -377,7 +377,7 @@ class Result(models.Model):
             # fill its pages; descending, each new row went to the leftmost page, whose
             # splits left every page half full (56 bytes a result against about 28).
             # On PostgreSQL the primary key is (timestamp, id) and serves instead
-            # (migration 0017): this index is not made there
+            # (migration 0017), which drops this index there
             models.Index(fields=["timestamp", "id"]),
         ]
 
