@@ -310,7 +310,7 @@ def _results(spans: list[tuple[list[int], datetime, datetime]],
     statuses, of the runs of these spans (run ids, their results' times) in one query:
     (series id, run id, value, values, string values, unit, unstable, error, *the
     series' FILTERS fields). The runs were read first, so that their results are found
-    by run id (the (run, series) index): joined to the runs instead, the planner scanned
+    by run id (the run index): joined to the runs instead, the planner scanned
     the whole results table (290 ms at 1M results, growing with it)."""
     wanted = {name: value for name, value in filters.items() if value}  # names: FILTERS
     if not spans:

@@ -317,7 +317,7 @@ class ResultQuerySet(models.QuerySet):
     def of_commits(self, repo: str, shas: Iterable[str]) -> ResultQuerySet:
         """The results of some commits of `repo` (any branch), by their runs, read now (the
         (repo, head_sha) index): given the runs' ids and times, the planner reads the results
-        by run (the (run, series) index) knowing how many there are, in their months only;
+        by run (the run index) knowing how many there are, in their months only;
         joined to the runs it guessed a few and probed them once per series instead (the
         quantization page at 10M results: 30 ms, against 12)."""
         return self.of_runs(Run.objects.filter(repo=repo, head_sha__in=list(shas))
