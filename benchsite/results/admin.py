@@ -224,3 +224,6 @@ class ResultAdmin(admin.ModelAdmin):
     raw_id_fields = ["series", "run", "upload"]
     date_hierarchy = "timestamp"
     show_full_result_count = False
+    # measured, and stored null for one repetition (Result.values): shown, never edited
+    exclude = ["values"]
+    readonly_fields = ["repetitions"]
