@@ -56,7 +56,7 @@ from benchsite.comparison.judge import (
 )
 from benchsite.comparison.outcomes import passes, text
 from benchsite.gc_pause import gc_paused
-from benchsite.results.models import Result, Run, Series, run_spans
+from benchsite.results.models import Result, Run, Series, repetitions, run_spans
 from runner.contract.status import FAILED, STATUS_METRIC
 
 
@@ -350,7 +350,7 @@ def _bucket(rows: Iterable, runs: dict[int, tuple[str, datetime, str]], head_sha
                     (text(strings), passes(strings)))
             finite = [1.0]
         else:
-            finite = [v for v in (values or [value]) if math.isfinite(v)]
+            finite = [v for v in repetitions(values, value) if math.isfinite(v)]
             found.samples.setdefault((series_id, sha), []).extend(finite)
         if sha == head_sha and finite:
             found.head_runs_of.setdefault(series_id, set()).add(run_id)

@@ -21,7 +21,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import RowNumber
 
 from benchsite.comparison import points
-from benchsite.results.models import Result, Run, stored_times
+from benchsite.results.models import Result, Run, repetitions, stored_times
 
 # One row a series: its points newest first, as arrays (a row a point costs the client
 # more than the query: 730,000 tuples for 2,000 series of 365), the repetitions of all its
@@ -123,10 +123,10 @@ def _newest_first(ids: list[int], points_wanted: int, branches: list[str],
         grouped.setdefault(row[0], []).append(row)
     found = []
     for series_id, newest in grouped.items():
-        repetitions = [values or [value] for _, _, _, value, values, _ in newest]
+        points = [repetitions(values, value) for _, _, _, value, values, _ in newest]
         found.append((series_id, [row[1] for row in newest], [row[2] for row in newest],
-                      [len(reps) for reps in repetitions],
-                      [rep for reps in repetitions for rep in reps], newest[0][5]))
+                      [len(reps) for reps in points],
+                      [rep for reps in points for rep in reps], newest[0][5]))
     return found
 
 
