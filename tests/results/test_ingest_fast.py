@@ -100,7 +100,7 @@ def test_a_cached_series_is_told_apart_by_repo_and_by_its_bytes():
 def test_the_series_cache_is_bounded(monkeypatch):
     monkeypatch.setattr(fast, "SERIES_CACHE", ProcessCache(maxsize=2))
     fast_only(orjson.dumps(CANONICAL[:3]), samples.META)
-    assert len(fast.SERIES_CACHE) == 2
+    assert 1 <= len(fast.SERIES_CACHE) <= 2
 
 
 def test_the_fast_paths_record_has_exactly_the_contracts_fields():

@@ -210,4 +210,4 @@ def test_a_new_process_reads_a_repos_series_ids_at_once(
     # One read of the repo's series: no chunk waited for a lookup of its series.
     assert len(series_reads) == 1 and '"results_series"."repo" =' in series_reads[0]
     assert Result.objects.filter(upload=upload).count() == 10
-    assert ("default", Series.objects.get(model="m3").identity) in store_module.SERIES_IDS._items
+    assert ("default", Series.objects.get(model="m3").identity) in store_module.SERIES_IDS

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from benchsite.caching import ProcessCache
+from benchsite.caching import MISSING, ProcessCache
 from benchsite.results.ingest import checks
 from benchsite.results.ingest.checks import Problems
 from benchsite.results.ingest.normalize import (
@@ -132,8 +132,8 @@ class FastPath:
             run = self.runs.get(run_key)
         series_key = (meta["repo"], metric.name, _SEPARATOR.join((
             record.benchmark, record.model, record.inputs, record.runners)))
-        series = SERIES_CACHE.get(series_key)
-        if run is None or series is None:
+        series = SERIES_CACHE.lookup(series_key)
+        if run is None or series is MISSING:
             result = _decoded(record, self.normalizer, meta, run_extra, metric_extra, values,
                               string_values)
             if result is None:

@@ -23,7 +23,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Model, Value
 from django.db.models.functions import Greatest
 
-from benchsite.caching import ProcessCache
+from benchsite.caching import MISSING, ProcessCache
 from benchsite.results.environment import environment_fields
 from benchsite.results.ingest.normalize import Batch, ResultInfo, RunInfo, SeriesInfo
 from benchsite.results.ingest.summaries import add_rows, batch_rows
@@ -107,14 +107,15 @@ class Store:
             new_runs.clear()
             new_series.clear()
 
+        cached_id = SERIES_IDS.lookup
         with self.writer(upload.pk, run_ids, series_ids) as writer:
             for chunk in itertools.chain([first], chunks):
                 written += len(chunk)
                 new_runs += _added(batch.runs, runs_seen)
                 runs_seen = len(batch.runs)
                 for identity in _added(batch.series, series_seen):
-                    series_id = SERIES_IDS.get((alias, identity))
-                    if series_id is None:
+                    series_id = cached_id((alias, identity))
+                    if series_id is MISSING:
                         new_series[identity] = batch.series[identity]
                     else:
                         series_ids[identity] = series_id

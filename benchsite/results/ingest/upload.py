@@ -153,8 +153,11 @@ class _Reading:
         defaults = {"timestamp": int(received.timestamp()), **metadata}
         with _body_errors():
             records, envelope = parse.split_body(body)
+            # a backslash is found by memchr (0.03 ms for 2.5 MB); the escape by a substring
+            # search, which took 1.3-3 ms an upload, only in a body that has one
+            escaped_nul = b"\\" in body and b"\\u0000" in body
             self.normalization = mixed.Normalization(
-                records, {**defaults, **envelope}, escaped_nul=b"\\u0000" in body)
+                records, {**defaults, **envelope}, escaped_nul=escaped_nul)
             # A forbidden repo's runs and series are not even written before the refusal.
             chunks = self.normalization.chunks(
                 admit=lambda batch: not _forbidden(token, batch.repos))
