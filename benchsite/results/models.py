@@ -91,6 +91,9 @@ class Upload(models.Model):
     take the whole runs this upload created, with other uploads' results in them.
     """
 
+    # 4 bytes (migration 0019): each result refers to a run, a series and an upload
+    id = models.AutoField(primary_key=True)
+
     class Source(models.TextChoices):
         API = "api"
         DEMO = "demo"
@@ -146,6 +149,9 @@ class RunQuerySet(models.QuerySet):
 
 class Run(models.Model):
     """A CI job (or worker job) on one runner: where and on what a set of results came from."""
+
+    # 4 bytes (migration 0019): each result refers to a run, a series and an upload
+    id = models.AutoField(primary_key=True)
 
     identity = models.CharField(max_length=64, unique=True)
     repo = models.CharField(max_length=255)
@@ -221,6 +227,9 @@ class EnvironmentChange(models.Model):
 
 class Series(models.Model):
     """One time series: what was measured, where, and which metric."""
+
+    # 4 bytes (migration 0019): each result refers to a run, a series and an upload
+    id = models.AutoField(primary_key=True)
 
     identity = models.CharField(max_length=64, unique=True)
     repo = models.CharField(max_length=255)

@@ -282,3 +282,29 @@ def test_a_runs_and_a_commits_results_are_read_from_their_months_only(db):
 def read(results) -> set[str]:
     """The partitions the query's plan reads."""
     return set(re.findall(r"results_result_(?:p\d{4}_\d\d|default)\b", results.explain()))
+
+
+def id_types() -> dict[tuple[str, str], str]:
+    """The types of the ids of runs, series and uploads and of the results' references."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT table_name, column_name, data_type FROM "
+                       "information_schema.columns WHERE (table_name, column_name) IN ("
+                       "('results_run', 'id'), ('results_series', 'id'), "
+                       "('results_upload', 'id'), ('results_result', 'run_id'), "
+                       "('results_result', 'series_id'), ('results_result', 'upload_id'))")
+        return {(table, column): kind for table, column, kind in cursor}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0019_gives_runs_series_and_uploads_four_byte_ids_and_goes_back():
+    stored = upload(unix(2026, 1)).pk
+    try:
+        migrate([("results", "0018_result_values_null")])
+        assert set(id_types().values()) == {"bigint"}
+        migrate([("results", "0019_int_ids")])
+        assert set(id_types().values()) == {"integer"}
+        assert Result.objects.filter(upload_id=stored).count() == 1
+        later = upload(unix(2026, 2), sha="b" * 40)  # the id sequences go on
+        assert later.pk > stored and Result.objects.filter(upload=later).count() == 1
+    finally:
+        migrate_to_latest()
