@@ -56,9 +56,11 @@ class ProcessCache:
         self._lock = threading.Lock()
         self._expiring = TTLCache(maxsize, ttl) if ttl else None
         self._young = _Generation(max(1, maxsize // 2))
-        # The value of a key, else MISSING (a cache without `ttl`): no Python call at all
-        # where the key is young.
-        self.lookup: Callable[[Hashable], Any] = self._young.__getitem__
+        # The value of a key, else MISSING: without `ttl`, no Python call at all where the
+        # key is young.
+        self.lookup: Callable[[Hashable], Any] = (
+            self._young.__getitem__ if self._expiring is None
+            else lambda key: self.get(key, MISSING))
 
     def get(self, key: Hashable, default: Any = None) -> Any:
         if self._expiring is not None:

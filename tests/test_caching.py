@@ -31,5 +31,6 @@ def test_expiring_entries():
     cache.update({"a": 1, "b": 2, "c": 3})
     assert (cache.get("a"), cache.get("c"), len(cache)) == (None, 3, 2)
     assert cache.get_or_compute("d", lambda: 4) == 4
+    assert cache.lookup("d") == 4 and cache.lookup("a") is MISSING
     cache.clear()
     assert len(cache) == 0

@@ -12,16 +12,12 @@ from django.db import migrations, models
 COLUMNS = ("run_id", "series_id", "upload_id")
 
 
-def narrow_results(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute("ALTER TABLE results_result " + ", ".join(
-            f'ALTER COLUMN "{column}" TYPE integer' for column in COLUMNS))
-
-
-def widen_results(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute("ALTER TABLE results_result " + ", ".join(
-            f'ALTER COLUMN "{column}" TYPE bigint' for column in COLUMNS))
+def _retype(kind: str):
+    def operation(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute("ALTER TABLE results_result " + ", ".join(
+                f'ALTER COLUMN "{column}" TYPE {kind}' for column in COLUMNS))
+    return operation
 
 
 class Migration(migrations.Migration):
@@ -31,7 +27,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(narrow_results, migrations.RunPython.noop),
+        migrations.RunPython(_retype("integer"), migrations.RunPython.noop),
         migrations.AlterField(
             model_name='run',
             name='id',
@@ -47,5 +43,5 @@ class Migration(migrations.Migration):
             name='id',
             field=models.AutoField(primary_key=True, serialize=False),
         ),
-        migrations.RunPython(migrations.RunPython.noop, widen_results),  # going back: first
+        migrations.RunPython(migrations.RunPython.noop, _retype("bigint")),  # going back: first
     ]
