@@ -77,7 +77,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -484,15 +484,17 @@ def time_detection(matrices: list[np.ndarray]) -> tuple[float, int]:
 
 def time_database(matrices: list[np.ndarray]) -> tuple[float, int, dict[str, float]]:
     """Store the series in the (set up) database, then time the production path on all of
-    them: in total, and its phases (reading histories, change points on arrays; the rest is
-    the HUD policy, matching and writing records and baselines)."""
+    them (`detect_in_parts`, 1,000 series a part, as `detect_regressions` runs it): in
+    total, and its phases (waiting for histories: the reading that did not overlap the
+    detection of the previous part; change points on arrays; the rest is the HUD policy,
+    matching and writing records and baselines)."""
     from benchsite.regressions import detection
     from benchsite.regressions.models import DetectionSettings
 
     series_ids = _store(matrices)
     settings = DetectionSettings.load()
     settings.history_points = matrices[0].shape[0]  # all of each series (default: the last 200)
-    phases = {"reading histories": 0.0, "change points": 0.0}
+    phases = {"waiting for histories": 0.0, "change points": 0.0}
 
     def timed(phase: str, function: Callable) -> Callable:
         def run(*args, **kwargs):
@@ -503,17 +505,24 @@ def time_database(matrices: list[np.ndarray]) -> tuple[float, int, dict[str, flo
                 phases[phase] += time.perf_counter() - started
         return run
 
-    originals = detection.recent, detection._changepoints
-    detection.recent = timed("reading histories", detection.recent)
+    def waited(parts: Iterator) -> Iterator:
+        while True:
+            started = time.perf_counter()
+            part = next(parts, None)
+            phases["waiting for histories"] += time.perf_counter() - started
+            if part is None:
+                return
+            yield part
+
+    originals = detection.recent_in_parts, detection._changepoints
+    detection.recent_in_parts = lambda *args: waited(originals[0](*args))
     detection._changepoints = timed("change points", detection._changepoints)
     try:
         started = time.perf_counter()
-        created = sum(len(detection.detect_series(series_ids[start : start + 1000], "main",
-                                                  settings))
-                      for start in range(0, len(series_ids), 1000))
+        created = len(detection.detect_in_parts(series_ids, "main", settings, 1000))
         elapsed = time.perf_counter() - started
     finally:
-        detection.recent, detection._changepoints = originals
+        detection.recent_in_parts, detection._changepoints = originals
     phases["HUD policy, records, baselines"] = elapsed - sum(phases.values())
     return elapsed, created, phases
 

@@ -9,7 +9,9 @@ of 2,000 series of 365 (measured with a row a point, before the arrays).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -86,8 +88,35 @@ def recent(series_ids: Iterable[int], points_wanted: int, branches: Iterable[str
     branches = sorted(set(branches))
     if not ids or not branches:
         return {}
-    return {row[0]: _history(*row[1:]) for row in _newest_first(ids, points_wanted, branches,
-                                                                 until or FAR_FUTURE)}
+    return _histories(_newest_first(ids, points_wanted, branches, until or FAR_FUTURE))
+
+
+def recent_in_parts(parts: list[list[int]], points_wanted: int,
+                    branches: Iterable[str]) -> Iterator[dict[int, History]]:
+    """`recent` of each part of many series, in order. On PostgreSQL outside a transaction
+    the next part is read by another thread, on a connection of its own, while the caller
+    works on this one: the server's half of a read (most of it) overlaps the caller's
+    detection. Inside a transaction a second connection might not see what this one wrote,
+    so the parts are read here, one after the other."""
+    branches = list(branches)
+
+    def read(part: list[int]) -> dict[int, History]:
+        return recent(part, points_wanted, branches)
+
+    if len(parts) < 2 or connection.vendor != "postgresql" or connection.in_atomic_block:
+        yield from map(read, parts)
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="history") as reader:
+        try:
+            pending = reader.submit(read, parts[0])
+            for part in parts[1:]:
+                ready = pending.result()
+                pending = reader.submit(read, part)
+                yield ready
+            yield pending.result()
+        finally:
+            # the reader's own (`connection` resolves to a thread's when it is used there)
+            reader.submit(lambda: connection.close())
 
 
 def _newest_first(ids: list[int], points_wanted: int, branches: list[str],
@@ -130,12 +159,24 @@ def _newest_first(ids: list[int], points_wanted: int, branches: list[str],
     return found
 
 
-def _history(timestamps: list[datetime], run_ids: list[int], counts: list[int],
-             repetitions: list[float], unit: str | None) -> History:
-    """A History from its points newest first (`counts` repetitions each, in one list)."""
-    counts = np.array(counts)
+def _histories(newest_first: list[tuple]) -> dict[int, History]:
+    """Histories by series id from rows of `_newest_first`: all their points summarised
+    at once, oldest first."""
+    if not newest_first:
+        return {}
+    lengths = np.array([len(row[3]) for row in newest_first])
+    counts = np.fromiter(itertools.chain.from_iterable(row[3] for row in newest_first),
+                         dtype=int, count=lengths.sum())
     matrix = np.full((len(counts), max(counts.max(), 1)), np.nan)
-    matrix[np.arange(matrix.shape[1]) < counts[:, None]] = repetitions
-    summary, floor = points.summarize(matrix[::-1])
-    return History(timestamps=timestamps[::-1], run_ids=run_ids[::-1], values=summary,
-                   noise_floor=floor, unit=str(unit or ""))
+    matrix[np.arange(matrix.shape[1]) < counts[:, None]] = list(
+        itertools.chain.from_iterable(row[4] for row in newest_first))
+    # Reversed whole: each series' points oldest first, the series in reverse order.
+    values, floors = points.summarize_segments(matrix[::-1], lengths[::-1])
+    ends = np.cumsum(lengths[::-1])
+    histories = {}
+    for (series_id, timestamps, run_ids, _, _, unit), end, length, floor in zip(
+            reversed(newest_first), ends, lengths[::-1], floors, strict=True):
+        histories[series_id] = History(
+            timestamps=timestamps[::-1], run_ids=run_ids[::-1],
+            values=values[end - length : end], noise_floor=float(floor), unit=str(unit or ""))
+    return {series_id: histories[series_id] for series_id, *_ in newest_first}

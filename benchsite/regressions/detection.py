@@ -44,7 +44,7 @@ from scipy import stats
 
 from benchsite.comparison import outcomes, stored_baselines
 from benchsite.comparison.directions import HIGHER, better_for
-from benchsite.comparison.history import History, recent
+from benchsite.comparison.history import History, recent, recent_in_parts
 from benchsite.comparison.outcomes import passes
 from benchsite.regressions.changes import recorded_changes
 from benchsite.regressions.detect import Detection, changepoint, hud_policy
@@ -80,7 +80,23 @@ def detect_series(series_ids: Iterable[int], branch: str,
     returns the records it created (with `series` loaded). `new_since`: the oldest point
     this detection is for (an upload's), when earlier points were detected on already."""
     settings = settings or DetectionSettings.load()
-    histories = recent(set(series_ids), settings.history_points, [branch])
+    return _detect(recent(set(series_ids), settings.history_points, [branch]), branch,
+                   settings, new_since)
+
+
+def detect_in_parts(series_ids: list[int], branch: str, settings: DetectionSettings,
+                    part: int, new_since: datetime | None = None) -> list[Regression]:
+    """`detect_series` on these series `part` at a time, each part's histories read while
+    the previous part is detected (`recent_in_parts`)."""
+    parts = [series_ids[start : start + part] for start in range(0, len(series_ids), part)]
+    created: list[Regression] = []
+    for histories in recent_in_parts(parts, settings.history_points, [branch]):
+        created += _detect(histories, branch, settings, new_since)
+    return created
+
+
+def _detect(histories: dict[int, History], branch: str, settings: DetectionSettings,
+            new_since: datetime | None) -> list[Regression]:
     if not histories:
         return []
     series = Series.objects.in_bulk(list(histories))
@@ -477,9 +493,7 @@ def detect_runs(runs: Iterable[Run], settings: DetectionSettings | None = None,
         created += missing_metrics(run)
     for key, series_ids in by_branch.items():
         ids, branch = sorted(series_ids), key[1]
-        for start in range(0, len(ids), chunk):
-            created += detect_series(ids[start : start + chunk], branch, settings,
-                                     new_since=oldest[key])
+        created += detect_in_parts(ids, branch, settings, chunk, new_since=oldest[key])
         created += accuracy_changes(ids, branch)
     return created
 
@@ -494,8 +508,7 @@ def detect_repo(repo: str, settings: DetectionSettings | None = None,
     environment_changes.rebuild(repo, settings.branches_for(repo))
     relabel(repo, settings.branches_for(repo))
     for branch in settings.branches_for(repo):
-        for start in range(0, len(ids), chunk):
-            created += detect_series(ids[start : start + chunk], branch, settings)
+        created += detect_in_parts(ids, branch, settings, chunk)
         created += accuracy_changes(ids, branch)
     return created
 

@@ -1,10 +1,12 @@
 """A series' latest points (comparison.history.recent): its branch's points only, newest
 first up to the number wanted, the same whichever way PostgreSQL checks the branch."""
 
+import threading
 from datetime import UTC, datetime
 
 import orjson
 import pytest
+from django.db import connection, connections
 
 from benchsite.comparison import history
 from benchsite.results.ingest import store_upload
@@ -36,3 +38,45 @@ def test_the_latest_points_of_the_branch_across_months(db, monkeypatch, hashed_f
     until = datetime(2027, 2, 28, tzinfo=UTC)
     assert [list(h.values) for h in history.recent(ids, 5, ["main"], until).values()] == [
         [20.0, 30.0, 45.0]] * 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parts_are_read_ahead_on_postgresql_and_give_what_reading_each_gives(monkeypatch):
+    for day in (3, 5, 8, 13):
+        night(day)
+    ids = sorted(Series.objects.values_list("id", flat=True))
+    parts = [ids[:1], ids[1:2], ids[2:]]
+    expected = [history.recent(part, 3, ["main"]) for part in parts]
+    readers = []  # (thread, its connection) of each read
+    read = history.recent
+
+    def recent(*args):
+        readers.append((threading.current_thread(), connections["default"]))
+        return read(*args)
+
+    monkeypatch.setattr(history, "recent", recent)
+    found = list(history.recent_in_parts(parts, 3, ["main"]))
+    assert [{pk: list(h.values) for pk, h in part.items()} for part in found] == [
+        {pk: list(h.values) for pk, h in part.items()} for part in expected]
+    assert [{pk: h.noise_floor for pk, h in part.items()} for part in found] == [
+        {pk: h.noise_floor for pk, h in part.items()} for part in expected]
+    threads = {thread for thread, _ in readers}
+    if connection.vendor == "postgresql":  # one reader thread, whose connection is closed
+        [reader] = threads
+        assert reader is not threading.current_thread()
+        assert {wrapper.connection for _, wrapper in readers} == {None}
+    else:
+        assert threads == {threading.current_thread()}
+
+
+def test_parts_are_read_here_inside_a_transaction(db, monkeypatch):
+    """A second connection would not see what this transaction wrote."""
+    night(3)
+    ids = list(Series.objects.values_list("id", flat=True))
+    threads = []
+    read = history.recent
+    monkeypatch.setattr(history, "recent", lambda *args: threads.append(
+        threading.current_thread()) or read(*args))
+    found = list(history.recent_in_parts([ids[:1], ids[1:]], 3, ["main"]))
+    assert sorted(pk for part in found for pk in part) == sorted(ids)
+    assert set(threads) == {threading.current_thread()}
