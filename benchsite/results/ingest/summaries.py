@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from django.db import connection
 from django.db.models import Max
 
+from benchsite.caching import MISSING, ProcessCache
 from benchsite.results.ingest.normalize import Batch, ResultInfo
 from benchsite.results.models import Result, Run, RunBenchmark, RunSummary, SummarySlice
 
@@ -27,6 +28,7 @@ PASS_VALUES = ("pass", "pass_due_to_skip", "eager_variation")
 GROUP = ("benchmark", "mode", "dtype", "backend", "suite", "device", "arch", "metric",
          "compile_mode")
 TOTALS = ("count", "log_count", "log_sum", "string_count", "pass_count")
+_group_of = operator.attrgetter(*GROUP)
 
 
 def _add(total: list, value: float | None, string_values: list[str] | None) -> None:
@@ -43,15 +45,26 @@ def _add(total: list, value: float | None, string_values: list[str] | None) -> N
         total[4] += string_values[0] in PASS_VALUES
 
 
+# Each series' summary group as one string (its fields joined), by series identity, kept
+# across uploads (the same series come back every night): a string hashes once, where the
+# group's tuple was built and hashed again for every result (half of `batch_rows`).
+GROUP_KEYS = ProcessCache(maxsize=200_000)
+_SEPARATOR = "\0"  # no text field holds a NUL (`checks.text_problem`)
+
+
 def batch_rows(batch: Batch, results: list[ResultInfo], run_ids: dict[str, int]) -> list[tuple]:
     """The summary rows of these results of a batch (for `add_rows`): plain Python, which
     ingestion does while the database writes the last of them (`_add` inline: a call a
     result cost a fifth of the loop)."""
-    totals: dict[tuple, list] = {}
-    group_of, series = operator.attrgetter(*GROUP), batch.series
+    totals: dict[tuple[str, str], list] = {}
+    group_key, series = GROUP_KEYS.lookup, batch.series
     log, inf = math.log, math.inf
     for result in results:
-        key = (result.run, group_of(series[result.series]))
+        group = group_key(result.series)
+        if group is MISSING:
+            group = _SEPARATOR.join(_group_of(series[result.series]))
+            GROUP_KEYS.put(result.series, group)
+        key = (result.run, group)
         total = totals.get(key)
         if total is None:
             total = totals[key] = [0, 0, 0.0, 0, 0]
@@ -68,7 +81,8 @@ def batch_rows(batch: Batch, results: list[ResultInfo], run_ids: dict[str, int])
     for (run_identity, group), total in totals.items():
         run = batch.runs[run_identity]
         rows.append((run_ids[run_identity], run.repo, run.head_branch,
-                     datetime.fromtimestamp(run.timestamp, tz=UTC), *group, *total))
+                     datetime.fromtimestamp(run.timestamp, tz=UTC), *group.split(_SEPARATOR),
+                     *total))
     return rows
 
 
