@@ -484,7 +484,7 @@ def time_detection(matrices: list[np.ndarray]) -> tuple[float, int]:
 
 def time_database(matrices: list[np.ndarray]) -> tuple[float, int, dict[str, float]]:
     """Store the series in the (set up) database, then time the production path on all of
-    them (`detect_in_parts`, 1,000 series a part, as `detect_regressions` runs it): in
+    them (`detect_series`, 1,000 series a part, as `detect_regressions` runs it): in
     total, and its phases (waiting for histories: the reading that did not overlap the
     detection of the previous part; change points on arrays; the rest is the HUD policy,
     matching and writing records and baselines)."""
@@ -519,7 +519,7 @@ def time_database(matrices: list[np.ndarray]) -> tuple[float, int, dict[str, flo
     detection._changepoints = timed("change points", detection._changepoints)
     try:
         started = time.perf_counter()
-        created = len(detection.detect_in_parts(series_ids, "main", settings, 1000))
+        created = len(detection.detect_series(series_ids, "main", settings, part=1000))
         elapsed = time.perf_counter() - started
     finally:
         detection.recent_in_parts, detection._changepoints = originals

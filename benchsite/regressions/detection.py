@@ -44,7 +44,7 @@ from scipy import stats
 
 from benchsite.comparison import outcomes, stored_baselines
 from benchsite.comparison.directions import HIGHER, better_for
-from benchsite.comparison.history import History, recent, recent_in_parts
+from benchsite.comparison.history import History, recent_in_parts
 from benchsite.comparison.outcomes import passes
 from benchsite.regressions.changes import recorded_changes
 from benchsite.regressions.detect import Detection, changepoint, hud_policy
@@ -75,20 +75,15 @@ ACCURACY_POINTS = 60  # string results of a series looked at for a pass -> failu
 
 def detect_series(series_ids: Iterable[int], branch: str,
                   settings: DetectionSettings | None = None,
-                  new_since: datetime | None = None) -> list[Regression]:
+                  new_since: datetime | None = None, part: int = 1000) -> list[Regression]:
     """Detect changes in the recent history of these series on `branch` and record them;
     returns the records it created (with `series` loaded). `new_since`: the oldest point
-    this detection is for (an upload's), when earlier points were detected on already."""
+    this detection is for (an upload's), when earlier points were detected on already.
+    The series go `part` at a time, each part's histories read while the previous part is
+    detected (`recent_in_parts`)."""
     settings = settings or DetectionSettings.load()
-    return _detect(recent(set(series_ids), settings.history_points, [branch]), branch,
-                   settings, new_since)
-
-
-def detect_in_parts(series_ids: list[int], branch: str, settings: DetectionSettings,
-                    part: int, new_since: datetime | None = None) -> list[Regression]:
-    """`detect_series` on these series `part` at a time, each part's histories read while
-    the previous part is detected (`recent_in_parts`)."""
-    parts = [series_ids[start : start + part] for start in range(0, len(series_ids), part)]
+    ids = sorted(set(series_ids))
+    parts = [ids[start : start + part] for start in range(0, len(ids), part)]
     created: list[Regression] = []
     for histories in recent_in_parts(parts, settings.history_points, [branch]):
         created += _detect(histories, branch, settings, new_since)
@@ -493,7 +488,7 @@ def detect_runs(runs: Iterable[Run], settings: DetectionSettings | None = None,
         created += missing_metrics(run)
     for key, series_ids in by_branch.items():
         ids, branch = sorted(series_ids), key[1]
-        created += detect_in_parts(ids, branch, settings, chunk, new_since=oldest[key])
+        created += detect_series(ids, branch, settings, new_since=oldest[key], part=chunk)
         created += accuracy_changes(ids, branch)
     return created
 
@@ -508,7 +503,7 @@ def detect_repo(repo: str, settings: DetectionSettings | None = None,
     environment_changes.rebuild(repo, settings.branches_for(repo))
     relabel(repo, settings.branches_for(repo))
     for branch in settings.branches_for(repo):
-        created += detect_in_parts(ids, branch, settings, chunk)
+        created += detect_series(ids, branch, settings, part=chunk)
         created += accuracy_changes(ids, branch)
     return created
 
