@@ -9,16 +9,20 @@ perf/gpu_check.py runs the runner): a recipe's cell (baseline and quantized mode
 runner's own models and recipes) compiled in `--builds` builds, each after a dynamo reset
 as runner.quant.execute does, under
 - `no-caches`: torch.compiler.config force_disable_caches (the runner's builds today);
-- `fresh-picks`: inductor's FX graph and autotune caches off, Triton's kernel cache on: a
+- `fresh-picks`: inductor's FX graph, AOT autograd and autotune caches off, Triton's kernel
+  cache on (on CPU, with the AOT autograd cache on, a second build loaded the first's code): a
   build generates its code and benchmarks its kernels' configs again, and reuses compiled
   kernel binaries;
 - `caches`: everything cached (a later build reuses the first build's code and picks).
-Each build prints its compile seconds (the first call of both models) and the quantized
+Each build prints its compile seconds (the first call of both models), dynamo's timed phases
+in them (the dozen that took longest; they nest) and the quantized
 model's time per call (CUDA graph replays, L2 warm): builds whose picks differ differ there.
 
 Decode timing (CUDA only): a bf16 linear of --decode-shape timed as the runner can, against
 its HBM bound: each call between its own events after an L2-evicting read (the runner's
 cuda_graph + flushed L2), an empty graph timed the same way (what events and a replay cost),
+plain calls (eager, then compiled) and the compiled call's graph each timed the same way
+behind a long spin kernel (nvbench's cold measurement launches plain calls),
 N weight copies larger than L2 replayed back to back in one graph (each call reads its
 weight from memory, no event per call), and one weight replayed back to back (L2 warm).
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import os
 import subprocess
@@ -119,6 +124,7 @@ def compile_builds(args: argparse.Namespace) -> dict[str, object]:
     elif policy == "fresh-picks":
         torch._inductor.config.fx_graph_cache = False
         torch._inductor.config.autotune_local_cache = False
+        torch._functorch.config.enable_autograd_cache = False  # else it holds the FX graph
     m, k, n = args.shape
     began = time.perf_counter()
     recipe = resolve(args.recipe)
@@ -134,18 +140,33 @@ def compile_builds(args: argparse.Namespace) -> dict[str, object]:
             base, model = copy.deepcopy(baseline), copy.deepcopy(quantized)
             base = torch.compile(base, fullgraph=True)
             model = torch.compile(model, fullgraph=True)
+            before = phase_seconds()
             began = time.perf_counter()
             base(data)
             model(data)
             if args.device == "cuda":
                 torch.cuda.synchronize()
             compile_s = time.perf_counter() - began
-            builds.append({"compile_s": round(compile_s, 2),
+            builds.append({"compile_s": round(compile_s, 2), "phases": phases_since(before),
                            "quantized_ms": round(call_ms(model, data, args.device), 5),
                            "baseline_ms": round(call_ms(base, data, args.device), 5)})
     return {"policy": policy, "recipe": args.recipe, "shape": [m, k, n],
             "setup_s": round(setup_s, 2), "builds": builds,
             "compile_times": torch._dynamo.utils.compile_times()[:1500]}
+
+
+def phase_seconds() -> dict[str, float]:
+    """Seconds so far in each of dynamo's timed compile phases (its compile_times)."""
+    from torch._dynamo.utils import compilation_time_metrics
+
+    return {name: sum(times) for name, times in compilation_time_metrics.items()}
+
+
+def phases_since(before: dict[str, float], top: int = 12) -> dict[str, float]:
+    """The `top` phases by seconds added since `before` (phases nest: they overlap)."""
+    added = {name: seconds - before.get(name, 0.0) for name, seconds in phase_seconds().items()}
+    ranked = sorted(added.items(), key=lambda item: item[1], reverse=True)[:top]
+    return {name: round(seconds, 2) for name, seconds in ranked if seconds >= 0.01}
 
 
 def call_ms(model, data, device: str) -> float:
@@ -205,7 +226,7 @@ def decode_timings(shape: tuple[int, int, int]) -> dict[str, object]:
 
     def per_call_flushed(replay, calls: int = 50) -> float:
         spans = []
-        torch.cuda._sleep(int(5e6))
+        torch.cuda._sleep(int(5e7))  # ~25 ms: outlasts the host's enqueueing of 50 plain calls
         for _ in range(calls):
             gpu.flush_l2()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -217,7 +238,12 @@ def decode_timings(shape: tuple[int, int, int]) -> dict[str, object]:
         times = sorted(s.elapsed_time(e) for s, e in spans)
         return times[len(times) // 2]
 
-    one = capture(lambda: torch.nn.functional.linear(x, weights[0]))
+    plain = functools.partial(torch.nn.functional.linear, x, weights[0])
+    one = capture(plain)
+    compiled_linear = torch.compile(torch.nn.Linear(k, n, bias=False, dtype=torch.bfloat16,
+                                                    device="cuda"), fullgraph=True)
+    compiled = functools.partial(compiled_linear, x)
+    compiled()
     empty_target = torch.zeros(1, device="cuda")
     empty = capture(lambda: empty_target.add_(1))
     rotating = capture(lambda: [torch.nn.functional.linear(x, w) for w in weights])
@@ -228,12 +254,17 @@ def decode_timings(shape: tuple[int, int, int]) -> dict[str, object]:
         "hbm_bound_ms": bound_ms, "weight_copies": copies,
         "per_call_flushed_ms": per_call_flushed(one),
         "empty_graph_per_call_flushed_ms": per_call_flushed(empty),
+        "plain_per_call_flushed_ms": per_call_flushed(plain),
+        "compiled_plain_per_call_flushed_ms": per_call_flushed(compiled),
+        "compiled_graph_per_call_flushed_ms": per_call_flushed(capture(compiled)),
         "rotating_copies_ms": replay_ms(rotating, 50) / copies,
         "one_weight_back_to_back_ms": replay_ms(one, REPLAYS),
         "flush_read_ms": replay_ms(capture(gpu.flush_l2), 20),
     }
     if bound_ms:
-        for key in ("per_call_flushed_ms", "rotating_copies_ms", "one_weight_back_to_back_ms"):
+        for key in ("per_call_flushed_ms", "plain_per_call_flushed_ms",
+                    "compiled_plain_per_call_flushed_ms", "compiled_graph_per_call_flushed_ms",
+                    "rotating_copies_ms", "one_weight_back_to_back_ms"):
             found[key.replace("_ms", "_x_bound")] = round(found[key] / bound_ms, 2)
     return found
 
