@@ -26,6 +26,7 @@ class CellResult:
     # The same for an eager headline (a cell that does not compile): every eager build,
     # `eager` the first.
     eager_builds: list[PairedTiming] = field(default_factory=list)
+    builds_planned: int = 0  # of the headline speedup (0: one, as in results of older runs)
     sqnr_db: float | None = None  # quantized output against the high-precision output
     peak_memory_mb: float | None = None  # CUDA: peak allocated during a quantized forward
     flops: int | None = None  # of one forward pass
@@ -60,8 +61,9 @@ class CellResult:
         return self._spread(self.eager_builds) if self.eager_builds else self.eager
 
     def _spread(self, builds: list[PairedTiming]) -> BuildSpread:
+        """Only the headline has builds: `builds_planned` is its."""
         settings = self.settings or TimingSettings()
-        return BuildSpread(tuple(builds), settings.resolution)
+        return BuildSpread(tuple(builds), settings.resolution, self.builds_planned)
 
     @property
     def headline(self) -> PairedTiming | BuildSpread | None:

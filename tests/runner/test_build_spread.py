@@ -56,6 +56,18 @@ def test_a_build_without_an_interval_leaves_the_speedup_without_one():
     assert spread.ci is None and spread.unstable and not spread.disagree
 
 
+def test_fewer_builds_than_planned_leave_the_speedup_unstable_and_say_how_many():
+    """One build's interval holds no spread between builds: on an H200 one build of a float8
+    cell read 1.361x [1.354, 1.368], two builds in another process 1.318x and 1.334x."""
+    one = scaled(STEADY, 1.361)
+    short = BuildSpread((one,), planned=2)
+    assert short.short and short.unstable and not short.disagree
+    assert short.ci == one.ci and short.summary()["builds_planned"] == 2
+    full = BuildSpread((one, scaled(STEADY, 1.362)), planned=2)
+    assert not full.short and not full.unstable and "builds_planned" not in full.summary()
+    assert not BuildSpread((one,)).short  # none planned: as many as measured
+
+
 def test_the_record_carries_each_build_and_the_combined_interval():
     first, second = scaled(STEADY, 0.279), scaled(STEADY, 0.505)
     metric = spread_metric("Fwd Speedup (x)", BuildSpread((first, second)), compiled=True)
