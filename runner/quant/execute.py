@@ -67,6 +67,9 @@ CUDA_BUILDS = 2
 # Calls this cheap (both sides, as often as the least measurement makes them) get that
 # measurement by the usual timer even when the cell's budget is spent.
 LEAST_MEASUREMENT_S = 1.0
+# dynamo's timed phases of Triton's autotuning (they do not nest in each other)
+AUTOTUNE_PHASES = ("CachingAutotuner.benchmark_all_configs",
+                   "CachingAutotuner.coordinate_descent_tuning")
 SUSPECT_SPEEDUP = 0.1  # a quantized model at least 10x slower than bf16 is suspect
 SUSPECT_PROFILED_CALLS = 3
 TOP_KERNELS = 5
@@ -261,11 +264,12 @@ def _builds(cell: QuantCell, what: str, sides: tuple[Any, Any],
             if number > 1:
                 torch._dynamo.reset()  # a fresh compile of both sides, as another process would
             baseline, model = _compile(baseline, compile_mode), _compile(model, compile_mode)
-            compiling = clock()
+            compiling, tuned = clock(), _autotune_s()
             with _fresh_caches(planned > 1):
                 for side in (baseline, model):
                     side(data)  # compiles here, on the cell's budget, before a call is timed
             result.compile_s += clock() - compiling
+            result.autotune_s += max(_autotune_s() - tuned, 0.0)
         label = what if planned == 1 else f"{what} (build {number})"
         timing = _paired(cell, label, lambda b=baseline, d=data: b(d),
                          lambda q=model, d=data: q(d), settings, deadline, result)
@@ -343,6 +347,15 @@ def _read_gpu(cell: QuantCell, result: CellResult, when: str) -> None:
 
 def _compile(model: Any, mode: str) -> Any:
     return torch.compile(model, mode=mode, fullgraph=True)
+
+
+def _autotune_s() -> float:
+    """Seconds so far in Triton's autotuning at compiled models' first calls, by dynamo's
+    compile metrics (reset with dynamo). torchao's configs turn coordinate descent tuning on
+    (`set_inductor_config`): on an H200 it took 7.8-21 s of an int8dq build's 11-22 s
+    (perf/gpu_cost_probe.py)."""
+    metrics = getattr(torch._dynamo.utils, "compilation_time_metrics", {})
+    return sum(sum(metrics.get(phase, ())) for phase in AUTOTUNE_PHASES)
 
 
 def _fresh_caches(independent: bool) -> Any:

@@ -62,6 +62,7 @@ def _record(result: CellResult, context: RunContext, metric: dict[str, Any]) -> 
     if result.paired is not None:  # where the cell's time went, and what else ran
         per_run.update(cell_wall_s=round(result.wall_s, 2),
                        compile_s=round(result.compile_s, 2),
+                       autotune_s=round(result.autotune_s, 2),
                        measured_s=round(result.measured_s, 2))
         per_run.update({f"load_avg_{when}": load for when, load in result.load_avg.items()
                         if load is not None})

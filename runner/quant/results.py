@@ -42,6 +42,7 @@ class CellResult:
     settings: TimingSettings | None = None
     measured_s: float = 0.0  # time inside timed calls made for this cell
     compile_s: float = 0.0  # time in the first calls of compiled models (their compiles)
+    autotune_s: float = 0.0  # the part of compile_s that Triton's autotuning took
     load_avg: dict[str, list[float] | None] = field(default_factory=dict)  # at start, end
     wall_s: float = 0.0
 
