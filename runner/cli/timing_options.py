@@ -25,7 +25,8 @@ OPTIONS = {
                  "compiled afresh) and timed (0: 2 eager, 2 compiled on CUDA, 1 on CPU)"),
     "--resolution": ("resolution", "headline speedups over builds: least CI half-width, a "
                      "fraction of the speedup; builds closer than this agree"),
-    "--cell-budget": ("cell_budget_s", "wall time of one cell, compiles included, seconds"),
+    "--cell-budget": ("cell_budget_s", "wall time of one cell, compiles included, seconds "
+                      "(as much again for each later build)"),
 }
 
 

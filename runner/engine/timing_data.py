@@ -92,7 +92,8 @@ class TimingSettings:
     # each build's interval ±0.05-0.3 %, and three of twelve combined intervals missed 1.00.
     resolution: float = field(default=0.005, metadata=at_least(0, "a fraction"))
     # A cell's wall time, compiles included: the timing of each speedup gets what is left,
-    # and stops there, even before `min_pairs`.
+    # and stops there, even before `min_pairs` (cheap calls still get LEAST_PAIRS). Each
+    # build of the headline after the first gets as much again, from its start.
     cell_budget_s: float = field(default=60.0, metadata=above(0))
 
     def to_dict(self) -> dict[str, Any]:
