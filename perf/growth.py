@@ -217,6 +217,8 @@ def _table(measured: list[dict]) -> None:
             row(f"{page} cold ms", [f.get("cold") for f in figures], ".0f")
     for page in pages:
         row(f"{page} p95 ms", [m["pages"].get(page, {}).get("p95") for m in measured], ".1f")
+    if not pages:
+        return  # --rounds 0: seeded and measured the nights, no pages
     worst_cold = max(f.get("cold", 0) for f in measured[-1]["pages"].values())
     worst_p95 = max(f.get("p95", 0) for f in measured[-1]["pages"].values())
     print(f"at the largest size: worst cold {worst_cold:.0f} ms (target < 1000), worst p95 "

@@ -95,8 +95,9 @@ def build(state: State) -> Page:
     if chosen["extra"]:
         matching = with_extra(matching, chosen["extra"])
     total = matching.count()
+    # named rows, not Series instances: making 500 models took ~80 ms of a request
     candidates = list(matching.order_by("metric", "model", "backend", "dtype", "arch", "id")
-                      .only(*READ, "metric", "device")[:RANKED])
+                      .values_list("pk", *READ, "metric", "device", named=True)[:RANKED])
     in_range = Result.objects.stored().filter(timestamp__gte=start, timestamp__lt=end,
                                               run__head_branch=chosen["branch"])
     series = _most_changed(candidates, in_range)
@@ -123,7 +124,7 @@ def build(state: State) -> Page:
     )
 
 
-def _names(series: list[Series]) -> dict[int, str]:
+def _names(series: list) -> dict[int, str]:
     """Each line's name: the model where models differ, and every other dimension that
     tells the shown series apart (a layer, vLLM's tensor-parallel size...); no two alike."""
     _, identities = identity_columns([item.pk for item in series])
@@ -136,7 +137,7 @@ def _names(series: list[Series]) -> dict[int, str]:
     return names
 
 
-def _most_changed(candidates: list[Series], in_range) -> list[Series]:
+def _most_changed(candidates: list, in_range) -> list:
     """The MAX_LINES candidates whose value changed most over the range (latest over first),
     in the candidates' order; those without two values after those with. The first and
     latest value of each come from the (series, timestamp) index, two rows a series: reading
