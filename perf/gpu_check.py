@@ -39,8 +39,10 @@ Exit status: 0 when every judged target passes, 1 otherwise, 2 on a usage error.
 cells, wall times), records.json (every run's records) and torchao.csv (its runner's CSV).
 Budget: on one H200, 506 s with torchao's runner (79 s of it): A/A runs 23 s and 27 s, spec
 runs 224 s and 153 s, nearly all of it compiling (ARCHITECTURE.md, "GPU timing on an H100 and
-an H200"); --budget lowers the seconds per speedup, --deadline stops in time to print the
-table. About 40 s on a quiet 2-CPU machine (eager cells in two builds), a minute with
+an H200"); on 2026-11-29 515 s: spec runs 242 s (cut by --deadline after 7 of 9 cells) and
+147 s, compiling 186 s and 113 s of them, and each later build now gets a cell budget of its
+own, so a first process's slow compiles cost more; --budget lowers the seconds per speedup,
+--deadline stops in time to print the table. About 40 s on a quiet 2-CPU machine (eager cells in two builds), a minute with
 torchao's runner.
 """
 

@@ -33,7 +33,9 @@
 # where less device time is left (e.g. CHECK_TIMEOUT=400 ... --skip-torchao). The session's 15 device minutes hold one such call
 # (the machine's start takes a minute or two): prepare everything here first.
 # On an H200 (2026-11-28) `CHECK_TIMEOUT=540` ran 506 s, with 40 s more for the machine's
-# start and the transfers. Where the time goes, with what is left of the session's device
+# start and the transfers; on 2026-11-29 530 s, 561 s of device time with the start, and
+# perf/gpu_cost_probe.py right after on the warm machine (--policies no-caches,fresh-picks
+# --deadline 200) 112 s more. Where the time goes, with what is left of the session's device
 # time (about 3 minutes): perf/gpu_cost_probe.py (its docstring), after the same pip line.
 # What comes back under $OUT: gpu_check.txt (the table and targets), gpu_check.json (the
 # summary), records.json (every run's records), torchao.csv (its runner's CSV), log.
