@@ -42,8 +42,8 @@ runs 224 s and 153 s, nearly all of it compiling (ARCHITECTURE.md, "GPU timing o
 an H200"); on 2026-11-29 515 s: spec runs 242 s (cut by --deadline after 7 of 9 cells) and
 147 s, compiling 186 s and 113 s of them, and each later build now gets a cell budget of its
 own, so a first process's slow compiles cost more; --budget lowers the seconds per speedup,
---deadline stops in time to print the table. About 40 s on a quiet 2-CPU machine (eager cells in two builds), a minute with
-torchao's runner.
+--deadline stops in time to print the table. About 40 s on a quiet 2-CPU machine (eager
+cells in two builds), a minute with torchao's runner.
 """
 
 from __future__ import annotations
