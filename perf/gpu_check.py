@@ -524,6 +524,8 @@ def run_ours(name: str, spec: Path, work: Path, args: argparse.Namespace, timeou
     argv = [sys.executable, "-m", "runner", "run", str(spec), "-o", str(output)]
     if args.budget is not None:
         argv += ["--budget", str(args.budget)]
+    if args.rotate_weights:
+        argv.append("--rotate-weights")
     process = run_process(name, argv, folder, [str(ROOT)], timeout)
     records = json.loads(output.read_text()) if output.exists() else []
     return records, process
@@ -573,6 +575,9 @@ def main() -> int:
                         help="compile mode default (default: on for cuda, off for cpu)")
     parser.add_argument("--budget", type=float, default=None,
                         help="the runner's seconds per speedup (default: the runner's)")
+    parser.add_argument("--rotate-weights", action="store_true",
+                        help="CUDA: our runs time calls cold over rotated copies of each "
+                             "model instead of evicting L2 before each call")
     parser.add_argument("--bandwidth", type=float, default=None, metavar="GB/S",
                         help="memory bandwidth for the HBM bound (default: by GPU name)")
     parser.add_argument("--torchao-src", metavar="DIR",

@@ -44,9 +44,13 @@ def add_timing_options(parser: argparse.ArgumentParser) -> None:
                        f"(default: {defaults.gpu_method})")
     group.add_argument("--no-l2-flush", dest="flush_l2", action="store_false", default=None,
                        help="CUDA per_call: keep L2 warm between timed calls")
+    group.add_argument("--rotate-weights", dest="rotate_weights", action="store_true",
+                       default=None, help="CUDA cuda_graph: time calls cold over copies of "
+                       "each model, back to back, instead of evicting L2 before each call")
 
 
 def timing_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The TimingSettings fields the options set."""
-    names = [name for name, _ in OPTIONS.values()] + ["gpu_method", "flush_l2"]
+    names = [name for name, _ in OPTIONS.values()] + ["gpu_method", "flush_l2",
+                                                      "rotate_weights"]
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}

@@ -24,6 +24,13 @@ a block lasts TimingSettings.min_gpu_block_s of GPU time. Warm-up runs blocks un
 last few agree (an idle GPU clocks far below its boost clock) or a cap is reached, and says
 which. Speedups pair the sides in ABBA blocks as on CPU (runner.engine.paired).
 
+A side given as a Rotation (TimingSettings.rotate_weights; its copies made by the family,
+which knows the model) is captured as one graph of a call on each copy, and its blocks are
+replays back to back between two events: each call meets its own weights cold, as a layer
+of a large model does, with no evicting read and no events between calls (l2 "rotated").
+On an H200 those added ~2.5 us to a 14 us decode call: 0.0165 ms a call between events,
+0.0140 ms over 8 rotated weight copies (perf/gpu_cost_probe.py).
+
 Everything CUDA goes through a GpuBackend: TorchCuda here, a fake GPU in the tests. Plain
 Python: torch is imported when a TorchCuda is made.
 """
@@ -47,7 +54,7 @@ from runner.engine.timing_data import (
     grown_calls,
 )
 
-WARM, FLUSHED = "warm", "flushed"
+WARM, FLUSHED, ROTATED = "warm", "flushed", "rotated"
 MAX_BLOCK_CALLS = 100_000
 # A block timing each call alone also flushes L2 before each call (more GPU time than a
 # small call): fewer calls.
@@ -74,6 +81,22 @@ CAPTURE_WARMUP_CALLS = 3  # on a side stream before capture, as PyTorch's docs a
 MAX_REASON_CHARS = 300
 
 Call = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """One side's call on each of several copies of its model, each copy reading its own
+    weights. Called, it is the first copy's call: a timer that does not rotate (no CUDA
+    graph, L2 kept warm) times that one."""
+
+    calls: tuple[Call, ...]
+
+    def __call__(self) -> object:
+        return self.calls[0]()
+
+    def all(self) -> None:
+        for call in self.calls:
+            call()
 
 
 class Event(Protocol):
@@ -160,11 +183,14 @@ class TorchCuda:
 
 class Blocks:
     """One side's blocks: a spin kernel, then `calls` calls timed by events; calling it runs
-    one block and gives the milliseconds per call."""
+    one block and gives the milliseconds per call. `copies` (a Rotation's): each call is a
+    replay of its graph, a call on each copy back to back, never timed alone."""
 
-    def __init__(self, gpu: GpuBackend, call: Call, method: str, flush_l2: bool):
+    def __init__(self, gpu: GpuBackend, call: Call, method: str, flush_l2: bool,
+                 copies: int | None = None):
         self.gpu, self.call, self.method, self.flush_l2 = gpu, call, method, flush_l2
-        self.each_call = times_each_call(method, flush_l2)
+        self.copies = copies or 1
+        self.each_call = copies is None and times_each_call(method, flush_l2)
         self.calls = 1
         self.enqueue_s: deque[float] = deque(maxlen=SPIN_HISTORY)  # host time per call
         self.outran = 0  # blocks whose enqueueing outlasted their spin kernel
@@ -183,7 +209,8 @@ class Blocks:
         self.gpu.synchronize()
         self.outran += enqueued_s > spin_s
         self.enqueue_s.append(enqueued_s / self.calls)
-        return sum(self.gpu.elapsed_ms(start, end) for start, end in spans) / self.calls
+        return (sum(self.gpu.elapsed_ms(start, end) for start, end in spans)
+                / (self.calls * self.copies))
 
     def _enqueue(self) -> list[tuple[Event, Event]]:
         if not self.each_call:
@@ -206,7 +233,7 @@ class Blocks:
     def grow(self, ms: float, least_s: float) -> bool:
         """More calls per block when this block (`ms` per call) lasted less than `least_s`;
         whether there are."""
-        block_s = ms * self.calls / 1000
+        block_s = ms * self.calls * self.copies / 1000
         most = MAX_PER_CALL_BLOCK if self.each_call else MAX_BLOCK_CALLS
         if block_s >= least_s or self.calls >= most:
             return False
@@ -250,56 +277,73 @@ def times_each_call(method: str, flush_l2: bool) -> bool:
     return method == PER_CALL or (method == CUDA_GRAPH and flush_l2)
 
 
-def l2_policy(method: str, flush_l2: bool) -> str:
+def l2_policy(method: str, flush_l2: bool, rotated: bool = False) -> str:
+    if rotated:
+        return ROTATED
     return FLUSHED if flush_l2 and times_each_call(method, flush_l2) else WARM
 
 
 def pair_gpu(baseline: Call, candidate: Call, settings: TimingSettings,
              gpu: GpuBackend) -> PairedTiming:
     """The candidate's speedup over the baseline in alternating blocks timed on the GPU."""
-    calls, method, note = _prepare(gpu, (baseline, candidate), settings)
-    sides = [Blocks(gpu, call, method, settings.flush_l2) for call in calls]
-    notes = [note] + [_warmup_note(name, warm_up(side, settings))
-                      for name, side in zip(("baseline", "candidate"), sides, strict=True)]
+    calls, copies, method, note = _prepare(gpu, (baseline, candidate), settings)
+    sides = [Blocks(gpu, call, method, settings.flush_l2, count)
+             for call, count in zip(calls, copies or (None, None), strict=True)]
+    notes = [note, _rotation_note(copies)] + [
+        _warmup_note(name, warm_up(side, settings))
+        for name, side in zip(("baseline", "candidate"), sides, strict=True)]
     paired = sample_pairs(sides[0], sides[1], settings, (sides[0].calls, sides[1].calls),
                           gpu.host_time)
     notes.append(_outran_note(sum(side.outran for side in sides)))
-    return replace(paired, method=method, l2=l2_policy(method, settings.flush_l2),
+    return replace(paired, method=method,
+                   l2=l2_policy(method, settings.flush_l2, rotated=copies is not None),
                    method_note="; ".join(text for text in notes if text))
 
 
 def time_gpu(fn: Call, settings: TimingSettings, gpu: GpuBackend) -> Timing:
     """A lone timing: `samples` blocks of one call, each timed on the GPU."""
-    calls, method, note = _prepare(gpu, (fn,), settings)
-    blocks = Blocks(gpu, calls[0], method, settings.flush_l2)
+    calls, copies, method, note = _prepare(gpu, (fn,), settings)
+    blocks = Blocks(gpu, calls[0], method, settings.flush_l2, copies and copies[0])
     warmup_note = _warmup_note("the call", warm_up(blocks, settings))
     samples = tuple(blocks() for _ in range(settings.samples))
-    notes = (note, warmup_note, _outran_note(blocks.outran))
-    return Timing(samples, blocks.calls, method, l2_policy(method, settings.flush_l2),
+    notes = (note, _rotation_note(copies), warmup_note, _outran_note(blocks.outran))
+    return Timing(samples, blocks.calls, method,
+                  l2_policy(method, settings.flush_l2, rotated=copies is not None),
                   "; ".join(text for text in notes if text))
 
 
 def _prepare(gpu: GpuBackend, fns: Sequence[Call], settings: TimingSettings
-             ) -> tuple[list[Call], str, str]:
+             ) -> tuple[list[Call], list[int] | None, str, str]:
     """The calls to time after a first call of each (compilation happens there): CUDA graph
-    replays when asked for and every side captures, else the calls; the method they are
-    timed by, and why it is not the one asked for. Plain calls instead of replays keep the
-    L2 policy: per_call when L2 is flushed, batched when warm."""
+    replays when asked for and every side captures, else the calls; the copies each side's
+    replay calls, when every side is a Rotation and L2 is cold (captured as one graph of a
+    call on each copy; else None); the method they are timed by, and why it is not the one
+    asked for. Plain
+    calls instead of replays keep the L2 policy: per_call when L2 is flushed, batched when
+    warm; a Rotation is then its first copy's call."""
     method = settings.gpu_method
-    for fn in fns:
+    rotating = settings.flush_l2 and all(isinstance(fn, Rotation) for fn in fns)
+    captured = [fn.all if rotating else fn for fn in fns]
+    for fn in captured:
         fn()
     gpu.synchronize()
     if method != CUDA_GRAPH:
-        return list(fns), method, ""
+        return list(fns), None, method, ""
     replays = []
-    for fn in fns:
+    for fn in captured:
         replay, reason = gpu.capture(fn)
         if replay is None:
             instead = PER_CALL if settings.flush_l2 else BATCHED
             words = "calls each timed alone" if settings.flush_l2 else "batched calls"
-            return list(fns), instead, f"no CUDA graph ({reason}): {words} instead"
+            return list(fns), None, instead, f"no CUDA graph ({reason}): {words} instead"
         replays.append(replay)
-    return replays, CUDA_GRAPH, ""
+    return replays, [len(fn.calls) for fn in fns] if rotating else None, CUDA_GRAPH, ""
+
+
+def _rotation_note(copies: list[int] | None) -> str:
+    if copies is None:
+        return ""
+    return f"weights rotated over {'/'.join(map(str, copies))} copies, each call's own, cold"
 
 
 def _warmup_note(what: str, warmup: Warmup) -> str:

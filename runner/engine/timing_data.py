@@ -72,6 +72,11 @@ class TimingSettings:
     # time each call alone (cold L2, as a layer of a large model meets its weight). Off:
     # calls back to back (L2 warm). batched is always warm.
     flush_l2: bool = True
+    # CUDA cuda_graph with flush_l2: each side timed over copies of its model instead, which
+    # together hold several times L2, replayed back to back in one graph: each call reads
+    # its own weights from memory, with no evicting read and no events between calls
+    # (runner.engine.gpu_blocks.Rotation). Off by default until a GPU run has checked it.
+    rotate_weights: bool = False
     # Paired speedups (runner.engine.paired): pairs (A B B A B A A B blocks) are added until the 95%
     # interval's half-width is at most `ci_target` of the speedup, or `budget_s` is spent
     # (at least `min_pairs`, at most `max_pairs` pairs).

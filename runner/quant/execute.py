@@ -38,6 +38,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from runner.contract.status import FAILED, OK, SKIPPED
+from runner.engine.gpu_blocks import Rotation
 from runner.engine.machine_state import gpu_clocks, load_average
 from runner.engine.paired import (
     LEAST_PAIRS,
@@ -46,7 +47,7 @@ from runner.engine.paired import (
     cell_budget_note,
     sample_pairs,
 )
-from runner.engine.timing_data import TimingSettings
+from runner.engine.timing_data import CUDA_GRAPH, TimingSettings
 from runner.engine.torch_devices import device_problem, release_memory
 from runner.engine.torch_timers import measure_pair
 from runner.quant import models
@@ -70,6 +71,11 @@ LEAST_MEASUREMENT_S = 1.0
 # dynamo's timed phases of Triton's autotuning (they do not nest in each other)
 AUTOTUNE_PHASES = ("CachingAutotuner.benchmark_all_configs",
                    "CachingAutotuner.coordinate_descent_tuning")
+# Rotated weights (TimingSettings.rotate_weights): the copies of the quantized model hold at
+# least ROTATION_L2 times L2 together (perf/gpu_cost_probe.py's rotation), at most
+# MAX_ROTATION copies.
+ROTATION_L2 = 4
+MAX_ROTATION = 32
 SUSPECT_SPEEDUP = 0.1  # a quantized model at least 10x slower than bf16 is suspect
 SUSPECT_PROFILED_CALLS = 3
 TOP_KERNELS = 5
@@ -271,8 +277,11 @@ def _builds(cell: QuantCell, what: str, sides: tuple[Any, Any],
             result.compile_s += clock() - compiling
             result.autotune_s += max(_autotune_s() - tuned, 0.0)
         label = what if planned == 1 else f"{what} (build {number})"
-        timing = _paired(cell, label, lambda b=baseline, d=data: b(d),
-                         lambda q=model, d=data: q(d), settings, deadline, result)
+        calls = functools.partial(baseline, data), functools.partial(model, data)
+        if _rotating(cell, settings):
+            calls = _rotations(baseline, model, data, fresh_sides, compile_mode,
+                               _rotation_count(model))
+        timing = _paired(cell, label, *calls, settings, deadline, result)
         if builds and timing.ci is None and timing.stopped == STOPPED_CELL_BUDGET:
             result.notes.append(f"{label} left out of the speedup: the cell budget ran out "
                                 f"after {timing.pairs} pairs, too few for an interval")
@@ -282,6 +291,37 @@ def _builds(cell: QuantCell, what: str, sides: tuple[Any, Any],
         result.notes.append(f"{what} speedup from {len(builds)} of {planned} builds: its "
                             "interval holds no spread between builds, the cell is unstable")
     return builds, model
+
+
+def _rotating(cell: QuantCell, settings: TimingSettings) -> bool:
+    """Whether the sides are timed over copies of their models (TimingSettings.rotate_weights,
+    runner.engine.gpu_blocks.Rotation)."""
+    return (cell.device == "cuda" and settings.rotate_weights and settings.flush_l2
+            and settings.gpu_method == CUDA_GRAPH)
+
+
+def _rotation_count(model: Any) -> int:
+    """Copies of the quantized model that hold ROTATION_L2 times the GPU's L2 together."""
+    cuda = torch.cuda
+    l2_bytes = cuda.get_device_properties(cuda.current_device()).L2_cache_size
+    return min(MAX_ROTATION, math.ceil(ROTATION_L2 * l2_bytes
+                                       / max(models.model_bytes(model), 1)))
+
+
+def _rotations(baseline: Any, model: Any, data: torch.Tensor,
+               fresh_sides: Callable[[], tuple[Any, Any]], compile_mode: str | None,
+               count: int) -> tuple[Rotation, Rotation]:
+    """Each side's call on `count` copies of its model: this build's, and more made again in
+    new memory. Compiled, a copy runs the code this build compiled (on CPU three copies of a
+    compiled int8wo model compiled nothing more, and each read its own weights)."""
+    copies = [(baseline, model)]
+    for _ in range(count - 1):
+        other, quantized = fresh_sides()
+        if compile_mode:
+            other, quantized = _compile(other, compile_mode), _compile(quantized, compile_mode)
+        copies.append((other, quantized))
+    return (Rotation(tuple(functools.partial(side, data) for side, _ in copies)),
+            Rotation(tuple(functools.partial(side, data) for _, side in copies)))
 
 
 def _paired(cell: QuantCell, what: str, baseline_call: Callable[[], object],

@@ -65,7 +65,8 @@ def test_every_problem_is_listed_with_its_key_path():
         "device: 'tpu' is not one of cuda, cpu",
         "tolerance.rtol: required with the other: a number of at least 0",
         "timing: unknown settings ['flush']; known: ['samples', 'warmup_s', 'min_sample_s', "
-        "'threads', 'gpu_method', 'min_gpu_block_s', 'flush_l2', 'ci_target', 'budget_s', "
+        "'threads', 'gpu_method', 'min_gpu_block_s', 'flush_l2', 'rotate_weights', "
+        "'ci_target', 'budget_s', "
         "'min_pairs', 'max_pairs', 'builds', 'resolution', 'cell_budget_s']",
         "timing.samples: must be an integer of at least 1, not 0",
         "timing.min_sample_s: must be a number of seconds of at least 0, not -1",

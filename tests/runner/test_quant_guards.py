@@ -387,3 +387,59 @@ def test_a_cuda_cells_gpu_clocks_at_start_and_end_go_to_its_records(make_cell, m
         assert record["metric"]["extra_info"]["gpu_state"] == result.gpu_state
         assert record["metric"]["extra_info"]["clocks_moved"] is True
     assert TimingSettings().cell_budget_s == 60.0 and TimingSettings().builds == 0
+
+
+def test_rotated_copies_are_models_made_again_that_run_this_builds_compiled_code(
+        make_cell, monkeypatch):
+    """TimingSettings.rotate_weights times each side over copies of its model. On CPU (the
+    GPU's L2 faked at the quantized model's size: four copies), compiled copies compile
+    nothing more and each reads its own weights."""
+    import functools
+
+    import torch
+    from torch._dynamo.utils import counters
+
+    cell = make_cell("int8wo", compile_mode="default")
+    recipe, config = cell.recipe(), cell.recipe().build()
+    torch.manual_seed(0)
+    baseline, data = models.build("linear", 16, 256, 256, torch.bfloat16, "cpu")
+    quantized = execute._fresh_sides(baseline, recipe, config)[1]
+    with monkeypatch.context() as patched:
+        l2_bytes = models.model_bytes(quantized)
+        patched.setattr(torch.cuda, "current_device", lambda: 0)
+        patched.setattr(torch.cuda, "get_device_properties",
+                        lambda device: SimpleNamespace(L2_cache_size=l2_bytes))
+        count = execute._rotation_count(quantized)
+        assert count == execute.ROTATION_L2
+        patched.setattr(torch.cuda, "get_device_properties",
+                        lambda device: SimpleNamespace(L2_cache_size=10**12))
+        assert execute._rotation_count(quantized) == execute.MAX_ROTATION
+    fresh = functools.partial(execute._fresh_sides, baseline, recipe, config)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        first = execute._compile(baseline, "default"), execute._compile(quantized, "default")
+        for side in first:
+            side(data)
+        compiled = counters["stats"]["unique_graphs"]
+        sides = execute._rotations(*first, data, fresh, "default", count)
+        assert [len(side.calls) for side in sides] == [execute.ROTATION_L2] * 2
+        modules = [call.func._orig_mod for call in sides[0].calls]
+        assert len({module.linear1.weight.data_ptr() for module in modules}) == 4
+        modules[2].linear1.weight.mul_(-1)  # a copy's own weights, read by the shared code
+        outputs = [call() for call in sides[0].calls]
+        assert counters["stats"]["unique_graphs"] == compiled  # nothing compiled again
+        assert torch.equal(outputs[0], outputs[1])
+        assert not torch.allclose(outputs[0].float(), outputs[2].float())
+        assert torch.allclose(outputs[2].float(), modules[2](data).float(), atol=1e-2)
+        assert all(call().shape == outputs[0].shape for call in sides[1].calls)
+    assert counters["stats"]["unique_graphs"] == compiled
+
+
+def test_cells_rotate_weights_only_on_cuda_graphs_with_l2_flushed(make_cell):
+    rotate = dataclasses.replace(FAST, rotate_weights=True)
+    assert execute._rotating(make_cell("int8wo", device="cuda"), rotate)
+    assert not execute._rotating(make_cell("int8wo"), rotate)  # CPU
+    assert not execute._rotating(make_cell("int8wo", device="cuda"), FAST)  # not asked
+    for other in (dataclasses.replace(rotate, flush_l2=False),
+                  dataclasses.replace(rotate, gpu_method="batched")):
+        assert not execute._rotating(make_cell("int8wo", device="cuda"), other)

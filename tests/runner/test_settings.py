@@ -20,8 +20,9 @@ def test_every_problem_is_named_with_its_value():
                               TimingSettings, "timing")
     assert found == [
         "timing: unknown settings ['a', 'speed']; known: ['samples', 'warmup_s', "
-        "'min_sample_s', 'threads', 'gpu_method', 'min_gpu_block_s', 'flush_l2', 'ci_target', "
-        "'budget_s', 'min_pairs', 'max_pairs', 'builds', 'resolution', 'cell_budget_s']",
+        "'min_sample_s', 'threads', 'gpu_method', 'min_gpu_block_s', 'flush_l2', "
+        "'rotate_weights', 'ci_target', 'budget_s', 'min_pairs', 'max_pairs', 'builds', "
+        "'resolution', 'cell_budget_s']",
         "timing.samples: must be an integer of at least 1, not 0",
         "timing.threads: must be an integer of at least 1, not 1.5",
         "timing.warmup_s: must be a number of seconds of at least 0, not -1",
