@@ -67,7 +67,7 @@ def interval_of(extra_info: Any) -> Interval | None:
 
 
 GPU_METHODS = ("cuda_graph", "batched", "per_call")  # runner.engine.gpu_blocks
-L2_POLICIES = ("warm", "flushed")
+L2_POLICIES = ("warm", "flushed", "rotated")
 
 
 def gpu_method(extra_info: dict) -> str | None:

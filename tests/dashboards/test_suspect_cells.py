@@ -105,6 +105,8 @@ def test_a_gpu_speedup_says_how_it_was_timed():
             "timing_method": "cuda_graph", "calls_per_block": [37, 12], "l2": "warm"}
     assert interval_of(info).describe() == "95% CI 1.20–1.30, 9 pairs, cuda_graph ×37/12, " \
         "L2 warm"
+    rotated = {**info, "l2": "rotated"}  # over copies of each model (--rotate-weights)
+    assert interval_of(rotated).describe().endswith("cuda_graph ×37/12, L2 rotated")
     batched = {**info, "timing_method": "batched", "calls_per_block": "<b>", "l2": "<i>"}
     assert interval_of(batched).describe() == "95% CI 1.20–1.30, 9 pairs, batched"
     # a CPU's blocks, an unknown method and older records say nothing more
