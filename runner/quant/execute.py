@@ -72,10 +72,10 @@ LEAST_MEASUREMENT_S = 1.0
 AUTOTUNE_PHASES = ("CachingAutotuner.benchmark_all_configs",
                    "CachingAutotuner.coordinate_descent_tuning")
 # Rotated weights (TimingSettings.rotate_weights): the copies of the quantized model hold at
-# least ROTATION_L2 times L2 together (perf/gpu_cost_probe.py's rotation), at most
-# MAX_ROTATION copies.
+# least ROTATION_L2 times L2 together (perf/gpu_cost_probe.py's rotation). A model so small
+# that MAX_ROTATION copies would not is timed with L2 flushed before each call instead.
 ROTATION_L2 = 4
-MAX_ROTATION = 32
+MAX_ROTATION = 64
 SUSPECT_SPEEDUP = 0.1  # a quantized model at least 10x slower than bf16 is suspect
 SUSPECT_PROFILED_CALLS = 3
 TOP_KERNELS = 5
@@ -278,9 +278,12 @@ def _builds(cell: QuantCell, what: str, sides: tuple[Any, Any],
             result.autotune_s += max(_autotune_s() - tuned, 0.0)
         label = what if planned == 1 else f"{what} (build {number})"
         calls = functools.partial(baseline, data), functools.partial(model, data)
-        if _rotating(cell, settings):
-            calls = _rotations(baseline, model, data, fresh_sides, compile_mode,
-                               _rotation_count(model))
+        count = _rotation_count(model) if _rotating(cell, settings) else None
+        if count is not None:
+            calls = _rotations(baseline, model, data, fresh_sides, compile_mode, count)
+        elif _rotating(cell, settings) and number == 1:
+            result.notes.append(f"{what}: weights not rotated: {MAX_ROTATION} copies would "
+                                "fit L2; L2 evicted before each call instead")
         timing = _paired(cell, label, *calls, settings, deadline, result)
         if builds and timing.ci is None and timing.stopped == STOPPED_CELL_BUDGET:
             result.notes.append(f"{label} left out of the speedup: the cell budget ran out "
@@ -300,12 +303,13 @@ def _rotating(cell: QuantCell, settings: TimingSettings) -> bool:
             and settings.gpu_method == CUDA_GRAPH)
 
 
-def _rotation_count(model: Any) -> int:
-    """Copies of the quantized model that hold ROTATION_L2 times the GPU's L2 together."""
+def _rotation_count(model: Any) -> int | None:
+    """Copies of the quantized model that hold ROTATION_L2 times the GPU's L2 together; None
+    where that takes more than MAX_ROTATION: copies that all fit L2 would be timed warm."""
     cuda = torch.cuda
     l2_bytes = cuda.get_device_properties(cuda.current_device()).L2_cache_size
-    return min(MAX_ROTATION, math.ceil(ROTATION_L2 * l2_bytes
-                                       / max(models.model_bytes(model), 1)))
+    count = math.ceil(ROTATION_L2 * l2_bytes / max(models.model_bytes(model), 1))
+    return count if count <= MAX_ROTATION else None
 
 
 def _rotations(baseline: Any, model: Any, data: torch.Tensor,

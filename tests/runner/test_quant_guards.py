@@ -411,9 +411,10 @@ def test_rotated_copies_are_models_made_again_that_run_this_builds_compiled_code
                         lambda device: SimpleNamespace(L2_cache_size=l2_bytes))
         count = execute._rotation_count(quantized)
         assert count == execute.ROTATION_L2
-        patched.setattr(torch.cuda, "get_device_properties",
-                        lambda device: SimpleNamespace(L2_cache_size=10**12))
-        assert execute._rotation_count(quantized) == execute.MAX_ROTATION
+        # copies of a model this small would all fit L2: no rotation (L2 flushed instead)
+        patched.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(
+            L2_cache_size=l2_bytes * execute.MAX_ROTATION))
+        assert execute._rotation_count(quantized) is None
     fresh = functools.partial(execute._fresh_sides, baseline, recipe, config)
     torch._dynamo.reset()
     with torch.no_grad():
