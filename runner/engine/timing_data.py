@@ -72,7 +72,8 @@ class TimingSettings:
     # time each call alone (cold L2, as a layer of a large model meets its weight). Off:
     # calls back to back (L2 warm). batched is always warm.
     flush_l2: bool = True
-    # CUDA cuda_graph with flush_l2: each side timed over copies of its model instead, which
+    # CUDA cuda_graph with flush_l2, quantization cells (the kernels family times with L2
+    # flushed, and its records say so): each side timed over copies of its model instead, which
     # together hold several times L2, replayed back to back in one graph: each call reads
     # its own weights from memory, with no evicting read and no events between calls
     # (runner.engine.gpu_blocks.Rotation). Off by default until a GPU run has checked it.
