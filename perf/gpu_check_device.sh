@@ -29,7 +29,8 @@
 #
 # Then, through the device tool (one call; the check itself stops itself at 9.5 minutes):
 #   run(command="bash perf/gpu_check_device.sh", carry=[".whl", ".torchao"], timeout_s=600)
-# Arguments go on to perf/gpu_check.py; CHECK_TIMEOUT (seconds, default 570) bounds the check
+# Arguments go on to perf/gpu_check.py (e.g. --rotate-weights: our runs time cold calls over
+# rotated weight copies, not yet run on a GPU; 2026-11-29's run is the table to compare with); CHECK_TIMEOUT (seconds, default 570) bounds the check
 # where less device time is left (e.g. CHECK_TIMEOUT=400 ... --skip-torchao). The session's 15 device minutes hold one such call
 # (the machine's start takes a minute or two): prepare everything here first.
 # On an H200 (2026-11-28) `CHECK_TIMEOUT=540` ran 506 s, with 40 s more for the machine's
