@@ -278,10 +278,11 @@ def _builds(cell: QuantCell, what: str, sides: tuple[Any, Any],
             result.autotune_s += max(_autotune_s() - tuned, 0.0)
         label = what if planned == 1 else f"{what} (build {number})"
         calls = functools.partial(baseline, data), functools.partial(model, data)
-        count = _rotation_count(model) if _rotating(cell, settings) else None
+        rotating = _rotating(cell, settings)
+        count = _rotation_count(model) if rotating else None
         if count is not None:
             calls = _rotations(baseline, model, data, fresh_sides, compile_mode, count)
-        elif _rotating(cell, settings) and number == 1:
+        elif rotating and number == 1:
             result.notes.append(f"{what}: weights not rotated: {MAX_ROTATION} copies would "
                                 "fit L2; L2 evicted before each call instead")
         timing = _paired(cell, label, *calls, settings, deadline, result)
