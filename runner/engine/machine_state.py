@@ -30,7 +30,10 @@ CLOCK_FIELDS = ("gpu_sm_clock_mhz", "gpu_mem_clock_mhz", "gpu_temperature_c",
 # Clock event ("throttle") reasons that slow the clocks under load: software power cap, hardware
 # slowdown, software and hardware thermal slowdown, power brake. Idle, application clocks,
 # sync boost and display clocks are settings or rest, not throttling.
-THROTTLING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+THROTTLING_NAMES = {0x4: "software power cap", 0x8: "hardware slowdown",
+                    0x20: "software thermal slowdown", 0x40: "hardware thermal slowdown",
+                    0x80: "power brake"}
+THROTTLING = sum(THROTTLING_NAMES)
 CLOCKS_MOVED_SHARE = 0.10  # of the SM clock between a cell's start and end
 
 
@@ -123,7 +126,8 @@ def clocks_moved(start: dict[str, Any], end: dict[str, Any],
         reasons.append(f"SM clock {before:.0f} -> {after:.0f} MHz")
     throttled = (_throttling(start) | _throttling(end)) & THROTTLING
     if throttled:
-        reasons.append(f"throttle reasons 0x{throttled:x}")
+        names = ", ".join(name for bit, name in THROTTLING_NAMES.items() if throttled & bit)
+        reasons.append(f"throttle reasons 0x{throttled:x} ({names})")
     return "; ".join(reasons) or None
 
 

@@ -75,4 +75,5 @@ def test_clocks_moved_by_a_share_of_the_sm_clock_or_throttling_are_named():
     assert machine.clocks_moved(steady, {"gpu_sm_clock_mhz": 1410.0}) == (
         "SM clock 1980 -> 1410 MHz")
     hot = {"gpu_sm_clock_mhz": 1950.0, "gpu_throttle_reasons": "0x0000000000000024"}
-    assert machine.clocks_moved(steady, hot) == "throttle reasons 0x24"  # power cap, thermal
+    assert machine.clocks_moved(steady, hot) == (
+        "throttle reasons 0x24 (software power cap, software thermal slowdown)")

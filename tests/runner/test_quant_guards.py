@@ -379,7 +379,7 @@ def test_a_cuda_cells_gpu_clocks_at_start_and_end_go_to_its_records(make_cell, m
                                 "end": {"gpu_sm_clock_mhz": 1410.0,
                                         "gpu_throttle_reasons": "0x20"}}
     assert result.notes == ["GPU clocks moved during the cell: SM clock 1980 -> 1410 MHz; "
-                            "throttle reasons 0x20"]
+                            "throttle reasons 0x20 (software thermal slowdown)"]
 
     measured = run_cell(make_cell("int8wo"), FAST)
     measured.gpu_state = result.gpu_state
