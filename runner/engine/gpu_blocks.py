@@ -318,9 +318,8 @@ def _prepare(gpu: GpuBackend, fns: Sequence[Call], settings: TimingSettings
     replays when asked for and every side captures, else the calls; the copies each side's
     replay calls, when every side is a Rotation and L2 is cold (captured as one graph of a
     call on each copy; else None); the method they are timed by, and why it is not the one
-    asked for. Plain
-    calls instead of replays keep the L2 policy: per_call when L2 is flushed, batched when
-    warm; a Rotation is then its first copy's call."""
+    asked for. Plain calls instead of replays keep the L2 policy: per_call when L2 is
+    flushed, batched when warm; a Rotation is then its first copy's call."""
     method = settings.gpu_method
     rotating = settings.flush_l2 and all(isinstance(fn, Rotation) for fn in fns)
     captured = [fn.all if rotating else fn for fn in fns]
