@@ -22,7 +22,6 @@ from datetime import datetime
 
 import numpy as np
 from django.db import connection, transaction
-from numpy.lib.stride_tricks import sliding_window_view
 
 from benchsite.comparison import judge
 from benchsite.comparison.history import History, recent
@@ -38,7 +37,8 @@ def _windows(history: History, ends: range, lookback: int,
     padded, and the column each row's level starts from: its first point at or after the
     latest change (of `changes`, sorted) up to its newest point."""
     padded = np.concatenate([np.full(lookback - 1, np.nan), history.values])
-    rows = sliding_window_view(padded, lookback)[[end - 1 for end in ends]]
+    # (sliced, not `sliding_window_view`: detection asks for one row a series, of thousands)
+    rows = np.stack([padded[end - 1 : end - 1 + lookback] for end in ends])
     starts = [max(0, level_start(history, changes, end) - (end - lookback)) for end in ends]
     return rows, np.array(starts, dtype=int)
 

@@ -67,3 +67,61 @@ def test_the_z_score_flags_a_step_once_and_the_previous_point_rule_an_outlier_tw
     assert [d.index for d in baselines.previous_point(values)] == [70]  # 70 and 71: one alert
     values[[20, 120]] *= 1.5
     assert [d.index for d in baselines.previous_point(values)] == [20, 70, 120]
+
+
+def _scan_one_at_a_time(values, direction, params):
+    """The policy evaluated point by point with `status`'s definitions, written plainly: the
+    reference `scan_many` must agree with."""
+    values = np.asarray(values, dtype=float)
+    kept = np.flatnonzero(np.isfinite(values))
+    x = values[kept]
+    width = params.baseline + params.comparison
+    worse = ((lambda point, base: point < base * (1 - params.tolerance)) if direction == HIGHER
+             else (lambda point, base: point > base * (1 + params.tolerance)))
+    statistic = {"median": np.median, "min": np.min, "max": np.max,
+                 "earliest": lambda w: w[0], "latest": lambda w: w[-1]}[params.statistic]
+    found, last_end = [], -1
+    for end in range(width, len(x) + 1):
+        base = statistic(x[end - width : end - params.comparison])
+        flags = [worse(point, base) for point in x[end - params.comparison : end]]
+        trailing = next((n for n, flag in enumerate(reversed(flags)) if not flag), len(flags))
+        runs = [(n, start) for start in range(len(flags)) for n in range(1, len(flags) + 1)
+                if start + n <= len(flags) and all(flags[start : start + n])]
+        longest, first = max(runs, key=lambda run: (run[0], -run[1]), default=(0, 0))
+        if trailing < 2 and longest < 3:
+            continue
+        if trailing >= 2:
+            kind, start, run = hud_policy.REGRESSION, end - trailing, trailing
+        else:
+            kind, start, run = hud_policy.SUSPICIOUS, end - params.comparison + first, longest
+        same, last_end = start <= last_end, end - 1
+        if not same:
+            found.append((int(kept[start]), int(kept[end - 1]), kind, float(base),
+                          float(np.median(x[start : start + run]))))
+    return found
+
+
+def test_many_series_at_once_find_what_each_alone_does():
+    """Series of several lengths (and gaps), both directions and every statistic, scanned
+    together: each gets the detections the plain point-by-point policy gives it."""
+    rng = np.random.default_rng(11)
+    series, directions, params = [], [], []
+    for number in range(120):
+        values = 10 * (1 + rng.normal(0, 0.04, int(rng.integers(5, 60))))
+        if number % 3 == 0:
+            values[len(values) // 2:] *= rng.choice([0.85, 1.2])
+        if number % 7 == 0:
+            values[rng.integers(0, len(values), 3)] = np.nan
+        series.append(values)
+        directions.append(HIGHER if number % 2 else LOWER)
+        params.append(hud_policy.Params(
+            baseline=int(rng.choice([3, 6])), comparison=int(rng.choice([2, 4])),
+            tolerance=float(rng.choice([0.03, 0.1])),
+            statistic=hud_policy.STATISTICS[number % len(hud_policy.STATISTICS)]))
+    found = hud_policy.scan_many(series, directions, params)
+    assert sum(map(len, found)) > 40  # regressions and suspicious runs alike
+    for values, direction, one, detections in zip(series, directions, params, found,
+                                                  strict=True):
+        assert [(d.index, d.detected_at, d.kind, pytest.approx(d.before),
+                 pytest.approx(d.after)) for d in detections] == \
+            _scan_one_at_a_time(values, direction, one)

@@ -4,6 +4,7 @@ detectors' windows and thresholds, per-metric thresholds, repos' default branche
 from __future__ import annotations
 
 import fnmatch
+import functools
 
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
@@ -167,9 +168,19 @@ class DetectionSettings(models.Model):
         return self.min_magnitude
 
     def threshold_for(self, metric: str, benchmark: str) -> MetricThreshold | None:
-        """The first threshold (by position) whose patterns match."""
-        rows = sorted(self.thresholds.all(), key=lambda row: (row.position, row.pk))
-        return next((row for row in rows if row.matches(metric, benchmark)), None)
+        """The first threshold (by position) whose patterns match; each (metric,
+        benchmark)'s answered once for this object's life, as its thresholds are read once
+        (`load`): detection asks three times a series, 0.1 ms a time matching patterns."""
+        key = metric, benchmark
+        found = self._thresholds_found
+        if key not in found:
+            rows = sorted(self.thresholds.all(), key=lambda row: (row.position, row.pk))
+            found[key] = next((row for row in rows if row.matches(metric, benchmark)), None)
+        return found[key]
+
+    @functools.cached_property
+    def _thresholds_found(self) -> dict[tuple[str, str], MetricThreshold | None]:
+        return {}
 
     def tolerance(self, metric: str, benchmark: str) -> float:
         row = self.threshold_for(metric, benchmark)
