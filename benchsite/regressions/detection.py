@@ -92,8 +92,8 @@ def detect_series(series_ids: Iterable[int], branch: str,
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Named:
-    """What detection reads of a series: model instances of a thousand series a part cost
-    more than the detectors' arithmetic on them (their JSON columns decoded, 0.1 ms each)."""
+    """What detection reads of a series: loaded as models (their JSON columns decoded),
+    a night's 25,000 series took 6.4 s under the profiler, more than the HUD policy."""
 
     pk: int
     repo: str

@@ -55,7 +55,7 @@ def scan_many(series: Sequence[np.ndarray], directions: Sequence[str],
               params: Sequence[Params]) -> list[list[Detection]]:
     """`scan` of many series at once: those with as many finite points, the same direction
     and the same parameters are evaluated together (one series at a time, numpy's per-call
-    cost was most of a night's detection: 0.6 ms a series)."""
+    costs made it 0.66 ms a series under the profiler, a quarter of a night's detection)."""
     kept, finite = [], []
     for values in series:
         values = np.asarray(values, dtype=float)
