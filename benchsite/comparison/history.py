@@ -10,6 +10,8 @@ of 2,000 series of 365 (measured with a row a point, before the arrays).
 from __future__ import annotations
 
 import itertools
+import threading
+from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -61,6 +63,10 @@ BY_JOIN = {"join": f"JOIN {Run._meta.db_table} run ON run.id = res.run_id",
 BY_HASH = {"join": "", "branch": f"(res.run_id IN (SELECT id FROM {Run._meta.db_table} "
                                  "WHERE head_branch = ANY(%s))) IS TRUE"}
 HASHED_FROM = 20  # series
+# Parts read at once while detection works on one: at 10.0M results a night's detection
+# waited for one reader (200 points of 29,621 series, about 39 s of reading against 22 of
+# detecting); the database's other core reads the next part meanwhile.
+READERS = 2
 # No history reaches past this.
 FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
 
@@ -92,12 +98,13 @@ def recent(series_ids: Iterable[int], points_wanted: int, branches: Iterable[str
 
 
 def recent_in_parts(parts: list[list[int]], points_wanted: int,
-                    branches: Iterable[str]) -> Iterator[dict[int, History]]:
+                    branches: Iterable[str], readers: int = READERS,
+                    ) -> Iterator[dict[int, History]]:
     """`recent` of each part of many series, in order. On PostgreSQL outside a transaction
-    the next part is read by another thread, on a connection of its own, while the caller
-    works on this one: the server's half of a read (most of it) overlaps the caller's
-    detection. Inside a transaction a second connection might not see what this one wrote,
-    so the parts are read here, one after the other."""
+    the next parts are read by `readers` other threads, each on a connection of its own,
+    while the caller works on this one: the server's half of a read (most of it) overlaps
+    the caller's detection. Inside a transaction a second connection might not see what
+    this one wrote, so the parts are read here, one after the other."""
     branches = list(branches)
 
     def read(part: list[int]) -> dict[int, History]:
@@ -106,17 +113,24 @@ def recent_in_parts(parts: list[list[int]], points_wanted: int,
     if len(parts) < 2 or connection.vendor != "postgresql" or connection.in_atomic_block:
         yield from map(read, parts)
         return
-    with ThreadPoolExecutor(1, thread_name_prefix="history") as reader:
+    threads = min(readers, len(parts))
+    with ThreadPoolExecutor(threads, thread_name_prefix="history") as pool:
         try:
-            pending = reader.submit(read, parts[0])
-            for part in parts[1:]:
-                ready = pending.result()
-                pending = reader.submit(read, part)
+            pending = deque(pool.submit(read, part) for part in parts[:threads])
+            for part in parts[threads:]:
+                ready = pending.popleft().result()
+                pending.append(pool.submit(read, part))
                 yield ready
-            yield pending.result()
+            while pending:
+                yield pending.popleft().result()
         finally:
-            # the reader's own (`connection` resolves to a thread's when it is used there)
-            reader.submit(lambda: connection.close())
+            for future in pending:
+                future.cancel()
+            # each reader's own (`connection` resolves to a thread's where it is used): every
+            # thread takes one of these, as none ends before all have begun
+            together = threading.Barrier(threads, timeout=600)
+            for _ in range(threads):
+                pool.submit(lambda: (together.wait(), connection.close()))
 
 
 def _newest_first(ids: list[int], points_wanted: int, branches: list[str],
