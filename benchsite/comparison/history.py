@@ -10,7 +10,6 @@ of 2,000 series of 365 (measured with a row a point, before the arrays).
 from __future__ import annotations
 
 import itertools
-import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -110,27 +109,30 @@ def recent_in_parts(parts: list[list[int]], points_wanted: int,
     def read(part: list[int]) -> dict[int, History]:
         return recent(part, points_wanted, branches)
 
+    def read_apart(part: list[int]) -> dict[int, History]:
+        """`read` in a reader thread, which closes its connection after each part (a new
+        one costs milliseconds a part of seconds)."""
+        try:
+            return read(part)
+        finally:
+            connection.close()  # (`connection` resolves to this thread's)
+
     if len(parts) < 2 or connection.vendor != "postgresql" or connection.in_atomic_block:
         yield from map(read, parts)
         return
     threads = min(readers, len(parts))
     with ThreadPoolExecutor(threads, thread_name_prefix="history") as pool:
+        pending = deque(pool.submit(read_apart, part) for part in parts[:threads])
         try:
-            pending = deque(pool.submit(read, part) for part in parts[:threads])
             for part in parts[threads:]:
                 ready = pending.popleft().result()
-                pending.append(pool.submit(read, part))
+                pending.append(pool.submit(read_apart, part))
                 yield ready
             while pending:
                 yield pending.popleft().result()
         finally:
             for future in pending:
                 future.cancel()
-            # each reader's own (`connection` resolves to a thread's where it is used): every
-            # thread takes one of these, as none ends before all have begun
-            together = threading.Barrier(threads, timeout=600)
-            for _ in range(threads):
-                pool.submit(lambda: (together.wait(), connection.close()))
 
 
 def _newest_first(ids: list[int], points_wanted: int, branches: list[str],

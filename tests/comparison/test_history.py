@@ -62,7 +62,7 @@ def test_parts_are_read_ahead_on_postgresql_and_give_what_reading_each_gives(mon
         {pk: h.noise_floor for pk, h in part.items()} for part in expected]
     threads = {thread for thread, _ in readers}
     if connection.vendor == "postgresql":  # reader threads, whose connections are closed
-        assert len(threads) == history.READERS
+        assert 1 <= len(threads) <= history.READERS  # (a thread that is free takes the next)
         assert threading.current_thread() not in threads
         assert {wrapper.connection for _, wrapper in readers} == {None}
     else:
