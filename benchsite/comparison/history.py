@@ -97,10 +97,9 @@ def recent(series_ids: Iterable[int], points_wanted: int, branches: Iterable[str
 
 
 def recent_in_parts(parts: list[list[int]], points_wanted: int,
-                    branches: Iterable[str], readers: int = READERS,
-                    ) -> Iterator[dict[int, History]]:
+                    branches: Iterable[str]) -> Iterator[dict[int, History]]:
     """`recent` of each part of many series, in order. On PostgreSQL outside a transaction
-    the next parts are read by `readers` other threads, each on a connection of its own,
+    the next parts are read by READERS other threads, each on a connection of its own,
     while the caller works on this one: the server's half of a read (most of it) overlaps
     the caller's detection. Inside a transaction a second connection might not see what
     this one wrote, so the parts are read here, one after the other."""
@@ -120,7 +119,7 @@ def recent_in_parts(parts: list[list[int]], points_wanted: int,
     if len(parts) < 2 or connection.vendor != "postgresql" or connection.in_atomic_block:
         yield from map(read, parts)
         return
-    threads = min(readers, len(parts))
+    threads = min(READERS, len(parts))
     with ThreadPoolExecutor(threads, thread_name_prefix="history") as pool:
         pending = deque(pool.submit(read_apart, part) for part in parts[:threads])
         try:

@@ -510,10 +510,7 @@ def _new_only(records: list[Regression], branch: str) -> list[Regression]:
         first_bad_at__in={r.first_bad_at for r in records})
         .values_list("series_id", "first_bad_at"))
     fresh = [r for r in records if (r.series_id, r.first_bad_at) in keys - known]
-    series = Series.objects.in_bulk({r.series_id for r in fresh})
-    for record in fresh:
-        record.series = series[record.series_id]
-    return _save(fresh, branch)
+    return _save(_with_series(fresh), branch)
 
 
 def detect_runs(runs: Iterable[Run], settings: DetectionSettings | None = None,
