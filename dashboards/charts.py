@@ -42,14 +42,24 @@ def heatmap(title: str, x: list[str], y: list[str], z: list[list[float | None]],
 
 def lines(title: str, series: list[dict[str, Any]], y_title: str,
           shapes: list[dict] | None = None) -> dict:
-    """series: {"name", "x", "y", optional "text"}; None in y is a gap (a missing point)."""
-    data = [{"type": "scatter", "mode": "lines+markers", "name": esc(item["name"]),
-             "x": item["x"], "y": [_finite(value) for value in item["y"]],
-             "text": [esc(text) for text in item.get("text", [])] or None,
-             "connectgaps": False,
-             "hovertemplate": "%{x}<br>%{y:.4g}<br>%{text}<extra>%{fullData.name}</extra>"
-             if item.get("text") else "%{x}<br>%{y:.4g}<extra>%{fullData.name}</extra>"}
-            for item in series]
+    """series: {"name", "x", "y"} and, for the hover, either "text" (a label a point, from
+    uploads, so escaped) or "customdata" (numbers a point) with "hover", the template
+    showing them (`%{customdata[0]}`): numbers need no per-point string made, escaped or
+    sent. None in y is a gap (a missing point)."""
+    data = []
+    for item in series:
+        trace = {"type": "scatter", "mode": "lines+markers", "name": esc(item["name"]),
+                 "x": item["x"], "y": [_finite(value) for value in item["y"]],
+                 "connectgaps": False}
+        hover = ""
+        if item.get("customdata"):
+            trace["customdata"] = item["customdata"]
+            hover = "<br>" + item["hover"]
+        elif item.get("text"):
+            trace["text"] = [esc(text) for text in item["text"]]
+            hover = "<br>%{text}"
+        trace["hovertemplate"] = f"%{{x}}<br>%{{y:.4g}}{hover}<extra>%{{fullData.name}}</extra>"
+        data.append(trace)
     return {"data": data, "layout": layout(title, yaxis={"title": {"text": esc(y_title)}},
                                            shapes=shapes or [], showlegend=True,
                                            legend={"orientation": "h"})}

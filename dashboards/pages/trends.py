@@ -106,12 +106,13 @@ def build(state: State) -> Page:
     on = f" on {arch}" if arch else ""
     figures = [_chart(f"Geomean {metric} by {lines}{on}", points, buckets, metric,
                       lambda row: math.exp(row["log_sum"] / row["log_count"])
-                      if row["log_count"] else None, "log_count")]
+                      if row["log_count"] else None, "log_count", chosen["granularity"])]
     tables = [_latest(state, points, lines, group, metric, benchmark, repo)]
     if passes:
         figures.append(_chart(f"Passrate by {lines}{on}", passes, buckets, "passrate (%)",
                               lambda row: 100 * row["passed"] / row["total"]
-                              if row["total"] else None, "total"))
+                              if row["total"] else None, "total",
+                              chosen["granularity"]))
     _mark_environment(figures, repo, chosen["branch"], start, end,
                       [arch] if arch else sorted({row["arch"] for row in points + passes}))
     tables.append(_points_table(points, passes, lines))
@@ -151,21 +152,36 @@ def _aggregate(summaries, keys: tuple[str, ...], granularity: str, **totals) -> 
     return rows
 
 
-def _chart(title, rows, buckets, y_title, value_of, count_field) -> dict:
+def _chart(title, rows, buckets, y_title, value_of, count_field, granularity) -> dict:
+    """A line a group over the buckets. A year of days is 341 points a line: each point's
+    time is sent as short as its granularity allows, its value to 6 significant digits (a
+    geomean, charted) and its counts as numbers for the hover template."""
     by_group: dict[str, dict] = {}
     for row in rows:
         by_group.setdefault(row["line"], {})[row["bucket"]] = row
+    x = [_chart_time(bucket, granularity) for bucket in buckets]
     series = []
     for name, found in sorted(by_group.items()):
         cells = [found.get(bucket) for bucket in buckets]
         series.append({
             "name": name,
-            "x": buckets,
-            "y": [value_of(cell) if cell else None for cell in cells],
-            "text": [f"{cell[count_field]} points, {cell['runs']} runs" if cell else "missing"
-                     for cell in cells],
+            "x": x,
+            "y": [_rounded(value_of(cell)) if cell else None for cell in cells],
+            "customdata": [(cell[count_field], cell["runs"]) if cell else None
+                           for cell in cells],
+            "hover": "%{customdata[0]} points, %{customdata[1]} runs",
         })
     return charts.lines(title, series, y_title)
+
+
+def _chart_time(bucket: str, granularity: str) -> str:
+    """'2026-10-28T05:00:00+00:00' as plotly reads it in UTC: '2026-10-28 05:00' by the
+    hour, '2026-10-28' by the day or longer."""
+    return bucket[:16].replace("T", " ") if granularity == "hour" else bucket[:10]
+
+
+def _rounded(value: float | None) -> float | None:
+    return float(f"{value:.6g}") if value is not None else None
 
 
 def _latest(state, rows, lines, group, metric, benchmark, repo) -> Table:

@@ -2,6 +2,7 @@
 CSV downloads, and untrusted names stay text. Screenshots go to var/screenshots/."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,16 @@ def test_trends_filter_changes_url_and_data(page, demo):
     assert {t["name"] for t in speedups} == {"inductor", "aot_eager"}
     assert all(t["points"] == 8 for t in speedups)
     assert traces(page, 1)  # the passrate chart
+    # a point's hover: its day, its geomean and its counts (sent as numbers, not text)
+    hover = page.evaluate(
+        "() => { const gd = document.querySelectorAll('.js-plotly-plot')[0];"
+        " const k = gd.data[0].y.findIndex(v => v !== null);"
+        " Plotly.Fx.hover(gd, [{curveNumber: 0, pointNumber: k}]);"
+        " return [gd.data[0].x[k], gd.data[0].name, gd.data[0].customdata[k],"
+        " document.querySelector('.hoverlayer').textContent]; }")
+    day, name, (points, runs), text = hover
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", day) and name in text, hover
+    assert text.endswith(f"{points} points, {runs} runs") and points > 0, hover
     before = table_text(page, "summary")
     page.select_option('select[name="mode"]', "training")
     page.wait_for_url("**mode=training*")

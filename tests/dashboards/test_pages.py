@@ -105,6 +105,29 @@ def test_trends_geomean_per_recipe_and_per_backend_with_passrate(client, demo):
     assert all(int(row[6].split("/")[1]) % 48 == 0 for row in points["rows"])
 
 
+def test_trends_chart_points_agree_with_the_points_table(client, demo):
+    """The chart sends a point's time short, its geomean rounded and its counts as numbers
+    for the hover: each still says what its row of the points table says."""
+    for granularity, width in (("day", 10), ("hour", 16)):
+        page = get_json(client, f"/trends/?repo=pytorch/ao&arch={H100}&range=90d"
+                                f"&granularity={granularity}&page=all")
+        rows = {(row[0], row[1]): row for row in page["tables"][1]["rows"]}
+        charted = 0
+        for trace in page["figures"][0]["data"]:
+            assert "%{customdata[0]} points, %{customdata[1]} runs" in trace["hovertemplate"]
+            for x, y, counts in zip(trace["x"], trace["y"], trace["customdata"], strict=True):
+                assert len(x) == width
+                row = next((row for (time, line), row in rows.items()
+                            if line == trace["name"]
+                            and time[:width].replace("T", " ") == x), None)
+                if row is None:
+                    assert y is None and counts is None
+                    continue
+                charted += 1
+                assert y == pytest.approx(row[2], rel=1e-5) and counts == [row[3], row[4]]
+        assert charted == len(rows) > 0
+
+
 def test_trends_filters_change_the_data(client, demo):
     both = get_json(client, "/trends/?repo=pytorch/pytorch")
     training = get_json(client, "/trends/?repo=pytorch/pytorch&mode=training")
