@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import CharField, Func, Max, QuerySet
 from django.urls import reverse
@@ -264,14 +265,27 @@ class IsoUtc(Func):
                                     "%(expressions)s)", **extra)
 
 
+def plain_tuples(queryset: QuerySet) -> list[tuple]:
+    """`plain_rows` as tuples, in the `values_list()` queryset's order of columns (a JSON
+    field comes as its text)."""
+    return _plain(queryset)[1]
+
+
 def plain_rows(queryset: QuerySet) -> list[dict[str, Any]]:
     """The rows of a `values()` queryset as dicts by column name, read with a cursor (on the
     database the queryset would read): without Django's converters, which call float() or
     int() on every value the driver has already typed (on a year of trends, 3,000 rows, a
     quarter of the page's Python). Only for text and numbers: a datetime stays as the driver
     gives it, and a field must be named as its column."""
-    sql, params = queryset.query.sql_with_params()
+    names, rows = _plain(queryset)
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def _plain(queryset: QuerySet) -> tuple[list[str], list[tuple]]:
+    try:
+        sql, params = queryset.query.sql_with_params()
+    except EmptyResultSet:  # a filter that matches nothing, such as `pk__in=[]`
+        return [], []
     with connections[queryset.db].cursor() as cursor:
         cursor.execute(sql, params)
-        names = [column[0] for column in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return [column[0] for column in cursor.description], cursor.fetchall()

@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -143,6 +144,16 @@ def test_explorer_series_with_target(client, demo):
     assert table["columns"][5:7] == ["target", "% of target"]
     assert all(row[6] is not None for row in table["rows"])
     assert page["figures"][0]["layout"]["title"]["text"] == "median_itl_ms"
+
+
+def test_explorer_labels_string_results_with_their_commit_and_value(client, demo):
+    page = get_json(client, "/explorer/?repo=pytorch/pytorch&benchmark=TorchInductor"
+                            "&metric=accuracy&range=90d")
+    [figure] = page["figures"]
+    labels = [text for trace in figure["data"] for text in trace["text"]]
+    assert labels and all(re.fullmatch(r"[0-9a-f]{10} (pass|fail_accuracy)", text)
+                          for text in labels)
+    assert {row[2] for row in page["tables"][0]["rows"]} <= {"pass", "fail_accuracy"}
 
 
 def test_explorer_drill_down_to_one_model(client, demo):
