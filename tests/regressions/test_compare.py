@@ -6,6 +6,7 @@ import io
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from benchsite.comparison import judge
 from benchsite.comparison.compare import CannotCompare, resolve
@@ -243,6 +244,15 @@ def test_stored_baselines_give_the_verdicts_the_history_gives():
     from_history = compare_commits("pytorch/ao", sha(10), sha(29))
     call_command("baselines", "--points", "25", stdout=io.StringIO())
     assert SeriesBaseline.objects.count() == 2 * 25
+    if connection.vendor == "postgresql":
+        # Written run by run (a comparison reads a commit's baselines by run), then analysed.
+        table = SeriesBaseline._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT run_id FROM {table} ORDER BY ctid")
+            runs = [run for (run,) in cursor.fetchall()]
+            cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [table])
+            assert cursor.fetchone()[0] == 2 * 25
+        assert runs == sorted(runs) and len(set(runs)) == 25
     older = SeriesBaseline.objects.get(run__head_sha=sha(10), series__model="quiet")
     assert (older.points, older.since) == (11, 11)
     assert _rows(compare_commits("pytorch/ao", sha(10), sha(29))) == _rows(from_history)

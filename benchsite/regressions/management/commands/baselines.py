@@ -42,4 +42,7 @@ class Command(BaseCommand):
                                   f"series, {total:,} baselines", ending="")
                 self.stdout.flush()
             self.stdout.write("")
+        # A bulk load: the planner's statistics of the table are stale until analysed (with
+        # none, a commit's baselines were read by a parallel scan of every page they lie on).
+        stored_baselines.analyze()
         self.stdout.write(f"{total:,} baselines stored in {time.perf_counter() - started:.0f} s")
