@@ -105,9 +105,9 @@ def _write(found: dict[tuple[int, int], judge.Baseline]) -> int:
 
 
 def _copy(found: dict[tuple[int, int], judge.Baseline]) -> None:
-    """Written in order of run: a comparison reads a commit's baselines by run, and a
-    backfill finds them series by series (written so, 14,138 rows of a commit's runs lay on
-    13,995 pages of the table at 10M results; so, a few pages a chunk of series)."""
+    """Written in order of run, as a comparison reads them (a commit's runs). A backfill
+    finds them series by series: written in that order, a commit's 14,138 baselines lay on
+    13,995 pages at 10M results; in order of run, on 232."""
     table = SeriesBaseline._meta.db_table
     columns = ", ".join(("series_id", "run_id", *FIELDS))
     with transaction.atomic(), connection.cursor() as cursor:
