@@ -10,7 +10,8 @@ year of nightly torchao, compiler, vLLM, kernel and instruction-count runs), N n
 about that many results. On each database:
 
 - storage: the results table's bytes (heap, TOAST and indexes; all partitions where it is
-  partitioned) per result (goal: under 200 bytes);
+  partitioned) per result (goal: under 200 bytes), and the whole database's (the stored
+  baselines, about one a result, the summaries, series and runs besides);
 - one more night, stored as the workers and the API store it (`store_upload`, the rows of
   every job of that night): results per second; then detection over that night's runs
   (`detect_runs`, as the task after an upload runs it), in seconds.
@@ -27,8 +28,8 @@ The table puts the sizes side by side, with the slope: the largest size's figure
 smallest's (a flat cost reads 1.0; the target for p95 is at most 1.5 from 1M to 10M).
 Seeding takes about 90 s a million results on a 2-core machine. The databases are kept
 (--drop drops them at the end); --reuse measures the pages again on databases a previous
-run seeded (their storage and night figures as that run measured them), seeding only the
-sizes it lacks.
+run seeded (their night figures as that run measured them, their storage as it is now),
+seeding only the sizes it lacks.
 """
 
 from __future__ import annotations
@@ -90,15 +91,18 @@ def _seeded(conninfo: str) -> dict | None:
         return None
 
 
-def _storage(conninfo: str) -> tuple[int, float]:
-    """(results, bytes a result) of the results table, its partitions included."""
+def _storage(conninfo: str) -> dict:
+    """The results, and bytes a result: of the results table (its partitions included) and
+    of the whole database."""
     with psycopg.connect(conninfo) as db:
-        results = db.execute("SELECT count(*) FROM results_result").fetchone()[0]
+        results = max(db.execute("SELECT count(*) FROM results_result").fetchone()[0], 1)
         size = db.execute(  # a plain table is no partition tree
             "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM "
             "pg_partition_tree('results_result')), pg_total_relation_size('results_result'))"
         ).fetchone()[0]
-    return results, float(size) / max(results, 1)
+        database = db.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    return {"results": results, "bytes": float(size) / results,
+            "database_bytes": float(database) / results}
 
 
 def _pages(url: str, repeat: int) -> dict[str, dict]:
@@ -166,7 +170,7 @@ def _seed(size: float, admin_url: str, reuse: bool) -> dict:
     found = _seeded(conninfo) if reuse else None
     if found is not None:
         print(f"{size:g}M: reused {_database(size)} ({found['results']:,} results)", flush=True)
-        return found
+        return {**found, **_storage(conninfo)}  # as it is now (a backfill may have grown it)
     _recreate(admin_url, size)
     url = _url(conninfo)
     nights = max(3, round(size * 1e6 / RESULTS_A_NIGHT))
@@ -175,11 +179,11 @@ def _seed(size: float, admin_url: str, reuse: bool) -> dict:
         subprocess.run([PYTHON, "manage.py", *command, "-v", "0"], cwd=ROOT, env=_env(url),
                        check=True, stdout=subprocess.DEVNULL)
     seeded_in = time.perf_counter() - started
-    results, per_result = _storage(conninfo)
-    print(f"{size:g}M: {results:,} results over {nights} nights, seeded in {seeded_in:.0f} s, "
-          f"{per_result:.0f} bytes a result", flush=True)
-    figures = {"size": size, "results": results, "bytes": per_result,
-               "night": _night(url, nights)}
+    storage = _storage(conninfo)
+    print(f"{size:g}M: {storage['results']:,} results over {nights} nights, seeded in "
+          f"{seeded_in:.0f} s, {storage['bytes']:.0f} bytes a result "
+          f"({storage['database_bytes']:.0f} of the whole database)", flush=True)
+    figures = {"size": size, **storage, "night": _night(url, nights)}
     with psycopg.connect(conninfo) as db:
         db.execute(f"CREATE TABLE {SEEDED} (figures text)")
         db.execute(f"INSERT INTO {SEEDED} VALUES (%s)", [json.dumps(figures)])
@@ -208,6 +212,7 @@ def _table(measured: list[dict]) -> None:
     print(f"\n{'':<28}" + "".join(f"{m['results'] / 1e6:>11.2f}M" for m in measured)
           + f"{'slope':>8}")
     row("bytes a result", [m["bytes"] for m in measured], ".0f")
+    row("database bytes a result", [m["database_bytes"] for m in measured], ".0f")
     row("upload, results/s", [m["night"]["rate"] for m in measured], ".0f")
     row("detection of a night, s", [m["night"]["detection_s"] for m in measured], ".2f")
     pages = list(measured[-1]["pages"])
