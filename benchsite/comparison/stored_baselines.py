@@ -126,13 +126,6 @@ def _copy(found: dict[tuple[int, int], judge.Baseline]) -> None:
             + ", ".join(f"{name} = EXCLUDED.{name}" for name in FIELDS))
 
 
-def analyze() -> None:
-    """Fresh planner statistics of the stored baselines (after a backfill), on PostgreSQL."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {SeriesBaseline._meta.db_table}")
-
-
 def _by_run(item: tuple[tuple[int, int], judge.Baseline]) -> tuple[int, int]:
     (pk, run), _ = item
     return run, pk

@@ -1,10 +1,12 @@
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
 from benchsite.comparison import stored_baselines
 from benchsite.regressions.changes import recorded_changes
 from benchsite.regressions.models import DetectionSettings
+from benchsite.results.ingest.store import store_for
 from benchsite.results.models import Series
 
 
@@ -44,5 +46,5 @@ class Command(BaseCommand):
             self.stdout.write("")
         # A bulk load: the planner's statistics of the table are stale until analysed (with
         # none, a commit's baselines were read by a parallel scan of every page they lie on).
-        stored_baselines.analyze()
+        store_for(connection).refresh_statistics()
         self.stdout.write(f"{total:,} baselines stored in {time.perf_counter() - started:.0f} s")
