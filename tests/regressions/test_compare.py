@@ -6,7 +6,7 @@ import io
 import numpy as np
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 
 from benchsite.comparison import judge
 from benchsite.comparison.compare import CannotCompare, resolve
@@ -256,6 +256,42 @@ def test_stored_baselines_give_the_verdicts_the_history_gives():
     older = SeriesBaseline.objects.get(run__head_sha=sha(10), series__model="quiet")
     assert (older.points, older.since) == (11, 11)
     assert _rows(compare_commits("pytorch/ao", sha(10), sha(29))) == _rows(from_history)
+
+
+def _index_columns(table: str) -> list[list[str]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT array_agg(a.attname ORDER BY k.n) FROM pg_index i "
+                       "CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
+                       "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+                       "WHERE i.indrelid = %s::regclass GROUP BY i.indexrelid", [table])
+        return sorted(columns for (columns,) in cursor.fetchall())
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's indexes and plans")
+@pytest.mark.django_db(transaction=True)
+def test_a_commits_baselines_are_found_by_run_through_the_unique_index():
+    from benchsite.comparison import stored_baselines
+    from benchsite.comparison.models import SeriesBaseline
+    from tests.migrating import migrate, migrate_to_latest
+
+    table = SeriesBaseline._meta.db_table
+    history_of({"layer": levels(12, noise=0.01, repetitions=1)}, 12)
+    # The run's own index (8 bytes a baseline, about one a result) went: migration 0002.
+    assert _index_columns(table) == [["id"], ["run_id", "series_id"], ["series_id"]]
+    runs = list(SeriesBaseline.objects.values_list("run_id", flat=True)[:2])
+    query = SeriesBaseline.objects.filter(run_id__in=runs).values_list("series_id")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a dozen rows: a scan is cheaper
+        plan = query.explain()
+    assert "one_baseline_per_run_and_series" in plan, plan
+    assert len(stored_baselines.stored(
+        SeriesBaseline.objects.values_list("series_id", flat=True), runs)) == 1
+    try:
+        migrate([("comparison", "0001_initial")])
+        assert ["run_id"] in _index_columns(table)
+    finally:
+        migrate_to_latest()
+    assert ["run_id"] not in _index_columns(table)
 
 
 @pytest.mark.django_db(transaction=True)
