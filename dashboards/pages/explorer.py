@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import orjson
 from django import forms
 from django.db.models import OuterRef, Subquery
+from django.db.models.functions import JSONArray
 from django.urls import reverse
 
 from benchsite.comparison.directions import metric_directions
@@ -105,12 +108,16 @@ def build(state: State) -> Page:
     series = _most_changed(candidates, in_range)
     points: dict[int, list[tuple]] = {item.pk: [] for item in series}
     # a year of 12 lines is 4,000 points: read without Django's converters (`plain_tuples`),
-    # the string results (a JSON list as text) decoded where there are some
+    # the string results (a JSON list as text) decoded where there are some, and put in
+    # order of time here (they come nearly so, a month's partition after another: 0.3 ms,
+    # where the database's sort took 3.5 ms at 10M results)
     for row in plain_tuples(
-            in_range.filter(series_id__in=points).order_by("series_id", "timestamp")
+            in_range.filter(series_id__in=points).order_by()
             .values_list("series_id", IsoUtc("timestamp"), "value", "target",
                          "run__head_sha", "run_id", "string_values")):
         points[row[0]].append(row[1:6] + (orjson.loads(row[6]) if row[6] else None,))
+    for rows in points.values():
+        rows.sort(key=itemgetter(0))  # ISO times in UTC: in order as text
 
     names = _names(series)
     changes = environment_marks.changes_for(
@@ -145,21 +152,26 @@ def _names(series: list) -> dict[int, str]:
 def _most_changed(candidates: list, in_range) -> list:
     """The MAX_LINES candidates whose value changed most over the range (latest over first),
     in the candidates' order; those without two values after those with. The first and
-    latest value of each come from the (series, timestamp) index, two rows a series: reading
-    every point of 500 series over a year took ~300 ms."""
+    latest value of each come from the (series, timestamp) index, a row each (reading every
+    point of 500 series over a year took ~300 ms), with its id, which tells one point from
+    two. One subquery for both, in the index's order alone (points at the same time in
+    the order the index keeps them): four subqueries of 500 series, each sorting its rows
+    by (timestamp, id), took 26 ms at 10M results."""
     numeric = in_range.filter(series_id=OuterRef("pk"), value__isnull=False)
-    oldest, newest = numeric.order_by("timestamp", "pk"), numeric.order_by("-timestamp", "-pk")
-    ends = {pk: (first, last, first_pk != last_pk) for pk, first, last, first_pk, last_pk in (
+
+    def end(order: str) -> Subquery:
+        return Subquery(numeric.order_by(order).values(end=JSONArray("value", "pk"))[:1])
+
+    ends = {pk: (first, last) for pk, first, last in (
         Series.objects.filter(pk__in=[item.pk for item in candidates]).order_by()
-        .annotate(first=Subquery(oldest.values("value")[:1]),
-                  last=Subquery(newest.values("value")[:1]),
-                  first_pk=Subquery(oldest.values("pk")[:1]),
-                  last_pk=Subquery(newest.values("pk")[:1]))
-        .values_list("pk", "first", "last", "first_pk", "last_pk"))}
+        .annotate(first=end("timestamp"), last=end("-timestamp"))
+        .values_list("pk", "first", "last"))}
 
     def change(item: Series) -> float:
-        first, last, two = ends.get(item.pk, (None, None, False))
-        return abs(last / first - 1) if two and first else -1.0
+        first, last = ends.get(item.pk, (None, None))
+        if first is None or first[1] == last[1] or not first[0]:
+            return -1.0
+        return abs(last[0] / first[0] - 1)
 
     shown = sorted(candidates, key=change, reverse=True)[:MAX_LINES]
     order = {item.pk: position for position, item in enumerate(candidates)}
