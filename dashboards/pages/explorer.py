@@ -7,7 +7,6 @@ from operator import itemgetter
 import orjson
 from django import forms
 from django.db.models import OuterRef, Subquery
-from django.db.models.functions import JSONArray
 from django.urls import reverse
 
 from benchsite.comparison.directions import metric_directions
@@ -152,26 +151,22 @@ def _names(series: list) -> dict[int, str]:
 def _most_changed(candidates: list, in_range) -> list:
     """The MAX_LINES candidates whose value changed most over the range (latest over first),
     in the candidates' order; those without two values after those with. The first and
-    latest value of each come from the (series, timestamp) index, a row each (reading every
-    point of 500 series over a year took ~300 ms), with its id, which tells one point from
-    two. One subquery for both, in the index's order alone (points at the same time in
-    the order the index keeps them): four subqueries of 500 series, each sorting its rows
-    by (timestamp, id), took 26 ms at 10M results."""
+    latest value of each, and whether it has a second, come from the (series, timestamp)
+    index, a row each (reading every point of 500 series over a year took ~300 ms), in the
+    index's order alone (points at the same time in the order the index keeps them): four
+    subqueries, each sorting its rows by (timestamp, id), took 26 ms at 10M results."""
     numeric = in_range.filter(series_id=OuterRef("pk"), value__isnull=False)
-
-    def end(order: str) -> Subquery:
-        return Subquery(numeric.order_by(order).values(end=JSONArray("value", "pk"))[:1])
-
-    ends = {pk: (first, last) for pk, first, last in (
+    oldest = numeric.order_by("timestamp")
+    ends = {pk: (first, last, second is not None) for pk, first, last, second in (
         Series.objects.filter(pk__in=[item.pk for item in candidates]).order_by()
-        .annotate(first=end("timestamp"), last=end("-timestamp"))
-        .values_list("pk", "first", "last"))}
+        .annotate(first=Subquery(oldest.values("value")[:1]),
+                  last=Subquery(numeric.order_by("-timestamp").values("value")[:1]),
+                  second=Subquery(oldest.values("pk")[1:2]))
+        .values_list("pk", "first", "last", "second"))}
 
     def change(item: Series) -> float:
-        first, last = ends.get(item.pk, (None, None))
-        if first is None or first[1] == last[1] or not first[0]:
-            return -1.0
-        return abs(last[0] / first[0] - 1)
+        first, last, two = ends.get(item.pk, (None, None, False))
+        return abs(last / first - 1) if two and first else -1.0
 
     shown = sorted(candidates, key=change, reverse=True)[:MAX_LINES]
     order = {item.pk: position for position, item in enumerate(candidates)}

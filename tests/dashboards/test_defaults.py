@@ -121,15 +121,16 @@ def test_explorer_opens_on_the_series_that_changed_most(client, short_demo):
 
 
 def test_explorer_ranks_series_by_their_change_and_a_lone_point_last(client):
-    # 13 series (one more than a chart shows): 12 measured on two nights, changed by 0..11 %,
-    # and one measured once, which has no change (not a change of 0: it would then stay
-    # before the unchanged int8wo-1, by name).
+    # 13 series (one more than a chart shows): 12 measured on two nights, changed by 0..10 %
+    # and to an infinite value, and one measured once, which has no change (not a change of
+    # 0: it would then stay before the unchanged int8wo-1, by name).
     now = int(datetime.now(UTC).timestamp())
+    latest = {f"int8wo-{n}": 1 + (n - 1) / 100 for n in range(1, 12)} | {"int8wo-inf": "inf"}
     for night, moved in ((2, False), (1, True)):
-        records = [record(TORCHAO, model={"name": f"int8wo-{n}", "type": "layer"},
+        records = [record(TORCHAO, model={"name": name, "type": "layer"},
                           metric={**TORCHAO["metric"],
-                                  "benchmark_values": [1 + (n - 1) / 100 if moved else 1.0]})
-                   for n in range(1, 13)]
+                                  "benchmark_values": [value if moved else 1.0]})
+                   for name, value in latest.items()]
         if moved:
             records.append(record(TORCHAO, model={"name": "int8wo-0once", "type": "layer"},
                                   metric={**TORCHAO["metric"], "benchmark_values": [9.0]}))
@@ -140,8 +141,8 @@ def test_explorer_ranks_series_by_their_change_and_a_lone_point_last(client):
     assert (page["filters"]["series"], page["filters"]["shown"]) == (13, 12)
     [figure] = page["figures"]
     lines = {trace["name"]: trace["y"] for trace in figure["data"]}
-    assert set(lines) == {f"int8wo-{n}" for n in range(1, 13)}
-    assert lines["int8wo-12"] == [1.0, 1.11]  # in order of time
+    assert set(lines) == set(latest)
+    assert lines["int8wo-11"] == [1.0, 1.1]  # in order of time
 
 
 def test_compilers_offer_only_benchmarks_they_can_show(client, short_demo):
