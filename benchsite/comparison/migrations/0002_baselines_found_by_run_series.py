@@ -6,9 +6,13 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
 
+    # Not on results.0019: its foreign keys' rebuild keeps whatever indexes there are, so
+    # either order ends alike, and a dependency on it put results.0019 before
+    # regressions.0010 where a database was migrated to comparison.0001 alone (results.0019
+    # then altered the foreign key of each app's copy of the model: a duplicate constraint).
     dependencies = [
         ('comparison', '0001_initial'),
-        ('results', '0019_int_ids'),
+        ('regressions', '0010_comparison_models'),
     ]
 
     operations = [
