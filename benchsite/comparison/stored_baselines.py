@@ -22,6 +22,7 @@ from datetime import datetime
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import QuerySet
 
 from benchsite.comparison import judge
 from benchsite.comparison.history import History, recent
@@ -136,5 +137,11 @@ def stored(series_ids: Iterable[int], run_ids: Iterable[int]) -> dict[int, judge
     alone: a list of thousands of series ids costs the database more than the few rows of
     other series it lets through."""
     wanted = set(series_ids)
-    return {pk: judge.Baseline(*values) for pk, *values in SeriesBaseline.objects.filter(
-        run_id__in=list(run_ids)).values_list("series_id", *FIELDS) if pk in wanted}
+    return {pk: judge.Baseline(*values) for pk, *values in of_runs(run_ids) if pk in wanted}
+
+
+def of_runs(run_ids: Iterable[int]) -> QuerySet:
+    """(series id, *FIELDS) of every baseline stored at these runs: found through the unique
+    (run, series) index."""
+    return SeriesBaseline.objects.filter(run_id__in=list(run_ids)).values_list(
+        "series_id", *FIELDS)

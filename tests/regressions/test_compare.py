@@ -279,10 +279,9 @@ def test_a_commits_baselines_are_found_by_run_through_the_unique_index():
     # The run's own index (8 bytes a baseline, about one a result) went: migration 0002.
     assert _index_columns(table) == [["id"], ["run_id", "series_id"], ["series_id"]]
     runs = list(SeriesBaseline.objects.values_list("run_id", flat=True)[:2])
-    query = SeriesBaseline.objects.filter(run_id__in=runs).values_list("series_id")
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # a dozen rows: a scan is cheaper
-        plan = query.explain()
+        plan = stored_baselines.of_runs(runs).explain()
     assert "one_baseline_per_run_and_series" in plan, plan
     assert len(stored_baselines.stored(
         SeriesBaseline.objects.values_list("series_id", flat=True), runs)) == 1
