@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 import plotly
+from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
@@ -301,6 +302,7 @@ BENCH_CONTROL_QUEUE = env_str("BENCH_CONTROL_QUEUE", "control")
 CELERY_TASK_ROUTES = {
     "benchsite.regressions.tasks.*": {"queue": BENCH_CONTROL_QUEUE},
     "benchsite.catalog.tasks.*": {"queue": BENCH_CONTROL_QUEUE},
+    "benchsite.results.tasks.*": {"queue": BENCH_CONTROL_QUEUE},
     "benchsite.jobs.tasks.sweep": {"queue": BENCH_CONTROL_QUEUE},
     "benchsite.bisects.tasks.sweep": {"queue": BENCH_CONTROL_QUEUE},
 }
@@ -329,6 +331,9 @@ BENCH_SWEEP_INTERVAL = env_int("BENCH_SWEEP_INTERVAL", 60)
 BENCH_ENQUEUE_GIVE_UP = env_int("BENCH_ENQUEUE_GIVE_UP", 24 * 3600)
 BENCH_DETECTION_RETRY_AFTER = env_int("BENCH_DETECTION_RETRY_AFTER", 600)
 BENCH_DETECTION_MAX_ATTEMPTS = env_int("BENCH_DETECTION_MAX_ATTEMPTS", 5)
+# The hour (UTC) of the nightly maintenance that rewrites settled months of results in their
+# series' order (results.partitions.order_months): reads of a month being rewritten wait.
+BENCH_MAINTENANCE_HOUR = env_int("BENCH_MAINTENANCE_HOUR", 5)
 # django-celery-beat's DatabaseScheduler copies these entries into its table at start.
 CELERY_BEAT_SCHEDULE = {
     "jobs: sweep orphaned cells and unqueued jobs": {
@@ -345,6 +350,11 @@ CELERY_BEAT_SCHEDULE = {
     "bisects: sweep lost bisects": {
         "task": "benchsite.bisects.tasks.sweep",
         "schedule": float(BENCH_SWEEP_INTERVAL), "options": {"expires": BENCH_SWEEP_INTERVAL}},
+    # settled months of results rewritten in their series' order (PostgreSQL)
+    "results: order settled months": {
+        "task": "benchsite.results.tasks.order_months",
+        "schedule": crontab(minute=17, hour=BENCH_MAINTENANCE_HOUR),
+        "options": {"expires": 3600}},
 }
 
 LOGGING = {

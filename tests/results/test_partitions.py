@@ -308,3 +308,108 @@ def test_0019_gives_runs_series_and_uploads_four_byte_ids_and_goes_back():
         assert later.pk > stored and Result.objects.filter(upload=later).count() == 1
     finally:
         migrate_to_latest()
+
+
+def night(when: int, sha: str, models: list[str]) -> Upload:
+    """One upload of a result a model at `when`, committed, the records in `models`' order."""
+    body = orjson.dumps([record(**{**META, "timestamp": when, "head_sha": sha},
+                                model={"name": name}) for name in models])
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return store_upload(body, announce=False).upload
+
+
+def physical_order(name: str) -> list[tuple[int, datetime]]:
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT series_id, "timestamp" FROM {name} ORDER BY ctid')
+        return cursor.fetchall()
+
+
+def test_settled_months_are_rewritten_in_their_series_order_once(db, capsys):
+    models = [f"m{n}" for n in range(12)]
+    for day, sha in ((3, "a"), (12, "b"), (21, "c")):  # nights, each series' point once
+        night(unix(2001, 1, day), sha * 40, models if day != 12 else models[::-1])
+    night(unix(2001, 2, 20), "d" * 40, models)  # February: not settled on March 1st
+    night(unix(2001, 2, 27), "e" * 40, models[::-1])
+    before = physical_order("results_result_p2001_02")
+    assert physical_order("results_result_p2001_01") != sorted(
+        physical_order("results_result_p2001_01"))
+
+    done = {month.name: month for month in partitions.order_months(
+        connection, now=datetime(2001, 3, 1, 12, tzinfo=UTC))}
+    january = done["results_result_p2001_01"]
+    assert january.outcome == "ordered" and january.correlation < partitions.ORDERED
+    assert january.rows == 36
+    assert "results_result_p2001_02" not in done
+    rows = physical_order("results_result_p2001_01")
+    assert rows == sorted(rows) and len(rows) == 36
+    assert physical_order("results_result_p2001_02") == before
+
+    # Ordered, the month costs a look at its statistics; the command says so.
+    with CaptureQueriesContext(connection) as queries:
+        again = {month.name: month for month in partitions.order_months(
+            connection, now=datetime(2001, 3, 1, 12, tzinfo=UTC))}
+    assert again["results_result_p2001_01"].outcome == "in order"
+    assert not [q for q in queries if q["sql"].startswith(("CLUSTER", "ANALYZE"))]
+    call_command("results_partitions", "--order")
+    err = capsys.readouterr().err
+    assert "results_result_p2001_01: in order (series order 1.00)" in err
+    assert "results_result_p2001_02: ordered 24 rows" in err  # settled by now
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_month_being_read_is_left_for_the_next_night_and_the_others_ordered():
+    """A long read holds the month: ordering waits `lock_timeout` for it, then leaves it
+    "busy" instead of queueing every later read of the month behind the rewrite."""
+    models = [f"m{n}" for n in range(8)]
+    for month in (4, 5):
+        for day, sha in ((3, "a"), (12, "b")):
+            night(unix(2039, month, day), f"{sha}{month}".ljust(40, "0"),
+                  models if day == 3 else models[::-1])
+    reading, release, errors = threading.Event(), threading.Event(), []
+
+    def read_april():
+        try:
+            with transaction.atomic():
+                list(Result.objects.filter(timestamp__lt=datetime(2039, 5, 1, tzinfo=UTC),
+                                           timestamp__gte=datetime(2039, 4, 1, tzinfo=UTC)))
+                reading.set()
+                release.wait(10)
+        except Exception as error:  # noqa: BLE001 (reported below)
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    reader = threading.Thread(target=read_april)
+    try:
+        reader.start()
+        assert reading.wait(10)
+        done = {month.name: month.outcome for month in partitions.order_months(
+            connection, now=datetime(2039, 7, 1, tzinfo=UTC), lock_timeout=0.2)
+            if "2039" in month.name}
+        assert done == {"results_result_p2039_04": "busy", "results_result_p2039_05": "ordered"}
+        release.set()
+        reader.join()
+        assert errors == []
+        done = {month.name: month.outcome for month in partitions.order_months(
+            connection, now=datetime(2039, 7, 1, tzinfo=UTC), lock_timeout=0.2)
+            if "2039" in month.name}
+        assert done == {"results_result_p2039_04": "ordered", "results_result_p2039_05": "in order"}
+    finally:
+        release.set()
+        reader.join()
+        with connection.cursor() as cursor:  # made in committed transactions: not flushed
+            cursor.execute("DROP TABLE IF EXISTS results_result_p2039_04, "
+                           "results_result_p2039_05")
+
+
+def test_ordering_runs_nightly_on_the_control_queue():
+    from django.conf import settings as django_settings
+
+    from benchsite.celery import app
+    from benchsite.results import tasks
+
+    [entry] = [entry for entry in django_settings.CELERY_BEAT_SCHEDULE.values()
+               if entry["task"] == "benchsite.results.tasks.order_months"]
+    assert entry["schedule"].hour == {django_settings.BENCH_MAINTENANCE_HOUR}
+    assert app.amqp.router.route({}, tasks.order_months.name)["queue"].name == \
+        django_settings.BENCH_CONTROL_QUEUE

@@ -12,7 +12,8 @@ def month(text: str) -> date:
 
 class Command(BaseCommand):
     help = ("List the results table's monthly partitions (PostgreSQL) with their rows and "
-            "size; --create makes months ahead of their data.")
+            "size; --create makes months ahead of their data; --order rewrites settled "
+            "months in their series' order (celery beat does it nightly).")
 
     def add_arguments(self, parser):
         parser.add_argument("--create", action="append", type=month, default=[],
@@ -21,8 +22,13 @@ class Command(BaseCommand):
         parser.add_argument("--count", action="store_true",
                             help="count rows exactly (scans every partition) instead of "
                                  "the planner's estimate")
+        parser.add_argument("--order", action="store_true",
+                            help="rewrite each month that ended over "
+                                 f"{partitions.SETTLED.days} days ago in its series' order "
+                                 "where it is not in it (CLUSTER: reads of that month wait "
+                                 "while it is rewritten)")
 
-    def handle(self, *args, create, count, **options):
+    def handle(self, *args, create, count, order, **options):
         listed = partitions.partitions(connection, count=count)
         if not listed:
             raise CommandError(f"{partitions.TABLE} is not partitioned (PostgreSQL only, "
@@ -31,7 +37,10 @@ class Command(BaseCommand):
             made = partitions.create_month(connection, wanted)
             self.stderr.write(f"{partitions.partition_name(wanted)}: "
                               f"{'made' if made else 'exists'}")
-        if create:
+        if order:
+            for done in partitions.order_months(connection):
+                self.stderr.write(_ordering(done))
+        if create or order:
             listed = partitions.partitions(connection, count=count)
         self.stdout.write(f"{'partition':<28} {'rows':>12} {'MiB':>10}  range")
         for partition in listed:
@@ -41,3 +50,14 @@ class Command(BaseCommand):
         if not count:
             self.stdout.write("(rows: the planner's estimate, ? before the first ANALYZE; "
                               "--count counts)")
+
+
+def _ordering(done: partitions.Ordering) -> str:
+    if done.outcome == "empty":
+        return f"{done.name}: empty"
+    before = f"series order {done.correlation:.2f}"
+    if done.outcome == "ordered":
+        return f"{done.name}: ordered {done.rows} rows in {done.seconds:.1f} s (was {before})"
+    if done.outcome == "busy":
+        return f"{done.name}: busy (its lock not had in time), left for the next night ({before})"
+    return f"{done.name}: in order ({before})"
