@@ -7,6 +7,7 @@ import html
 import math
 from typing import Any
 
+INF = math.inf
 GREEN, RED, GREY = "#1a7f37", "#cf222e", "#6e7781"
 DIVERGING = [[0.0, "#cf222e"], [0.5, "#f6f8fa"], [1.0, "#1a7f37"]]  # worse .. better
 
@@ -47,23 +48,22 @@ def lines(title: str, series: list[dict[str, Any]], y_title: str,
     showing them (`%{customdata[0]}`): numbers need no per-point string made, escaped or
     sent. None in y is a gap (a missing point)."""
     data = []
+    escaped: dict[str, str] = {}  # a label a commit recurs on every line: escaped once
     for item in series:
         trace = {"type": "scatter", "mode": "lines+markers", "name": esc(item["name"]),
-                 "x": item["x"], "y": [_finite(value) for value in item["y"]],
+                 "x": item["x"], "y": [value if value is not None and -INF < value < INF
+                                       else None for value in item["y"]],  # NaN: None
                  "connectgaps": False}
         hover = ""
         if item.get("customdata"):
             trace["customdata"] = item["customdata"]
             hover = "<br>" + item["hover"]
         elif item.get("text"):
-            trace["text"] = [esc(text) for text in item["text"]]
+            trace["text"] = [escaped.get(text) or escaped.setdefault(text, esc(text))
+                             for text in item["text"]]
             hover = "<br>%{text}"
         trace["hovertemplate"] = f"%{{x}}<br>%{{y:.4g}}{hover}<extra>%{{fullData.name}}</extra>"
         data.append(trace)
     return {"data": data, "layout": layout(title, yaxis={"title": {"text": esc(y_title)}},
                                            shapes=shapes or [], showlegend=True,
                                            legend={"orientation": "h"})}
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None

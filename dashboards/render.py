@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.http import HttpResponse, JsonResponse
+import orjson
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
@@ -169,12 +171,25 @@ class Page:
 def respond(request, template: str, page: Page) -> HttpResponse:
     output = request.GET.get("format", "html")
     if output == "json":
-        return JsonResponse({"title": page.title, "filters": page.filters,
-                             "tables": [table.as_json() for table in page.tables],
-                             "figures": page.figures, **page.data})
+        return HttpResponse(_json({"title": page.title, "filters": page.filters,
+                                   "tables": [table.as_json() for table in page.tables],
+                                   "figures": page.figures, **page.data}),
+                            content_type="application/json")
     if output == "csv":
         return _csv(request, page)
     return render(request, template, {"page": page, **page.context})
+
+
+def _json(value: Any) -> bytes:
+    """A page as JSON: orjson (a year of points took the standard library's encoder longer
+    than building them), with Django's encoder's text for what orjson leaves to it (dates,
+    decimals, lazy text); NaN and infinities as null, which JSON has, not as tokens it
+    lacks."""
+    return orjson.dumps(value, default=_DJANGO_JSON.default,
+                        option=orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS)
+
+
+_DJANGO_JSON = DjangoJSONEncoder()
 
 
 def _csv(request, page: Page) -> HttpResponse:

@@ -39,6 +39,8 @@ MAX_LINES = 12  # series shown: the ones that changed most over the range
 RANKED = 500  # series ranked by their change (the first by name, where more match)
 FACETS = ("backend", "mode", "dtype", "suite", "device", "compile_mode")
 READ = ("model", "backend", "mode", "dtype", "arch", "compile_mode")  # of each series shown
+# A point: (series id, ISO time, value, target, commit, run id, string results as JSON text)
+TIME, VALUE, TARGET, SHA, RUN, STRINGS = range(1, 7)
 
 
 class ExplorerFilters(AnyBenchmark, TimeRange):
@@ -107,16 +109,16 @@ def build(state: State) -> Page:
     series = _most_changed(candidates, in_range)
     points: dict[int, list[tuple]] = {item.pk: [] for item in series}
     # a year of 12 lines is 4,000 points: read without Django's converters (`plain_tuples`),
-    # the string results (a JSON list as text) decoded where there are some, and put in
-    # order of time here (they come nearly so, a month's partition after another: 0.3 ms,
-    # where the database's sort took 3.5 ms at 10M results)
+    # kept as read (a `Point`; string results stay JSON text until shown), and put in order
+    # of time here (they come nearly so, a month's partition after another: 0.3 ms, where
+    # the database's sort took 3.5 ms at 10M results)
     for row in plain_tuples(
             in_range.filter(series_id__in=points).order_by()
             .values_list("series_id", IsoUtc("timestamp"), "value", "target",
                          "run__head_sha", "run_id", "string_values")):
-        points[row[0]].append(row[1:6] + (orjson.loads(row[6]) if row[6] else None,))
+        points[row[0]].append(row)
     for rows in points.values():
-        rows.sort(key=itemgetter(0))  # ISO times in UTC: in order as text
+        rows.sort(key=itemgetter(TIME))  # ISO times in UTC: in order as text
 
     names = _names(series)
     changes = environment_marks.changes_for(
@@ -183,18 +185,26 @@ def _charts(series, points, names, changes) -> list[dict]:
         archs.setdefault(item.metric, set()).add(item.arch)
         by_metric.setdefault(item.metric, []).append({
             "name": names[item.pk],
-            "x": [row[0] for row in rows],
-            "y": [row[1] for row in rows],
+            "x": [row[TIME] for row in rows],
+            "y": [row[VALUE] for row in rows],
             "text": [labels.get(key) or labels.setdefault(key, _label(*key))
-                     for key in ((row[3], row[5][0] if row[5] else None) for row in rows)],
+                     for key in ((row[SHA], row[STRINGS]) for row in rows)],
         })
     return [environment_marks.mark(charts.lines(metric, lines, metric), changes,
                                    archs[metric])
             for metric, lines in by_metric.items() if any(line["x"] for line in lines)]
 
 
-def _label(sha: str, string: str | None) -> str:
-    return short_sha(sha) + (f" {string}" if string is not None else "")
+def _label(sha: str, strings: str | None) -> str:
+    """The commit, and the first string result where the point has some."""
+    first = _first_string(strings)
+    return short_sha(sha) + (f" {first}" if first is not None else "")
+
+
+def _first_string(strings: str | None) -> str | None:
+    """The first of a point's string results (JSON text as read), None where it has none."""
+    values = orjson.loads(strings) if strings else None
+    return values[0] if values else None
 
 
 def _summary(series, points, names, threshold, benchmark) -> Table:
@@ -205,20 +215,20 @@ def _summary(series, points, names, threshold, benchmark) -> Table:
         rows = points[item.pk]
         latest = rows[-1] if rows else None
         previous = rows[-2] if len(rows) > 1 else None
-        value = latest[1] if latest else None
-        before = previous[1] if previous else None
+        value = latest[VALUE] if latest else None
+        before = previous[VALUE] if previous else None
         change = (value / before - 1) if value is not None and before else None
-        target = latest[2] if latest else None
-        shown = value if value is not None or not latest or not latest[5] else latest[5][0]
+        target = latest[TARGET] if latest else None
+        shown = value if value is not None or not latest else _first_string(latest[STRINGS])
         table.rows.append([
             names[item.pk], item.metric, shown, before,
             None if change is None else round(100 * change, 2), target,
             round(100 * value / target, 1) if value is not None and target else None,
-            len(rows), short_sha(latest[3]) if latest else None,
+            len(rows), short_sha(latest[SHA]) if latest else None,
         ])
         better = directions[item.metric].better
         table.classes.append({"change %": change_class(change, threshold, better)})
-        table.links.append({"latest commit": reverse("dashboards:run", args=[latest[4]])}
+        table.links.append({"latest commit": reverse("dashboards:run", args=[latest[RUN]])}
                            if latest else {})
     return table
 

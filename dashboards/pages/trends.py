@@ -146,9 +146,15 @@ def _aggregate(summaries, keys: tuple[str, ...], granularity: str, **totals) -> 
                   runs=Count("run", distinct=True), **totals)
         .order_by("start", *keys)
     )
-    for row in rows:
-        del row["start"]
-        row["line"] = " · ".join(row[key] or "(none)" for key in keys)
+    if len(keys) == 1:
+        [key] = keys
+        for row in rows:
+            del row["start"]
+            row["line"] = row[key] or "(none)"
+    else:
+        for row in rows:
+            del row["start"]
+            row["line"] = " · ".join([row[key] or "(none)" for key in keys])
     return rows
 
 
@@ -162,15 +168,17 @@ def _chart(title, rows, buckets, y_title, value_of, count_field, granularity) ->
     x = [_chart_time(bucket, granularity) for bucket in buckets]
     series = []
     for name, found in sorted(by_group.items()):
-        cells = [found.get(bucket) for bucket in buckets]
-        series.append({
-            "name": name,
-            "x": x,
-            "y": [_rounded(value_of(cell)) if cell else None for cell in cells],
-            "customdata": [(cell[count_field], cell["runs"]) if cell else None
-                           for cell in cells],
-            "hover": "%{customdata[0]} points, %{customdata[1]} runs",
-        })
+        y, customdata = [], []
+        for cell in map(found.get, buckets):
+            if cell is None:
+                y.append(None)
+                customdata.append(None)
+            else:
+                value = value_of(cell)
+                y.append(None if value is None else float(f"{value:.6g}"))
+                customdata.append((cell[count_field], cell["runs"]))
+        series.append({"name": name, "x": x, "y": y, "customdata": customdata,
+                       "hover": "%{customdata[0]} points, %{customdata[1]} runs"})
     return charts.lines(title, series, y_title)
 
 
@@ -178,10 +186,6 @@ def _chart_time(bucket: str, granularity: str) -> str:
     """'2026-10-28T05:00:00+00:00' as plotly reads it in UTC: '2026-10-28 05:00' by the
     hour, '2026-10-28' by the day or longer."""
     return bucket[:16].replace("T", " ") if granularity == "hour" else bucket[:10]
-
-
-def _rounded(value: float | None) -> float | None:
-    return float(f"{value:.6g}") if value is not None else None
 
 
 def _latest(state, rows, lines, group, metric, benchmark, repo) -> Table:

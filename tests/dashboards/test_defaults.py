@@ -3,6 +3,7 @@ the newest nightly on the repo's default branch, on the device with the most ser
 a line averaged over devices; the benchmark's headline metric over 90 days; an explorer
 that opens on a readable selection."""
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from html import unescape
@@ -143,6 +144,15 @@ def test_explorer_ranks_series_by_their_change_and_a_lone_point_last(client):
     lines = {trace["name"]: trace["y"] for trace in figure["data"]}
     assert set(lines) == set(latest)
     assert lines["int8wo-11"] == [1.0, 1.1]  # in order of time
+    # The JSON is JSON: the infinite latest value is null there, not a bare Infinity token
+    # (which JSON lacks: JSON.parse and jq refuse it); the HTML shows it as inf.
+    body = client.get("/explorer/?repo=acme/lab&range=7d&format=json").content
+    strict = json.loads(body, parse_constant=lambda token: pytest.fail(f"{token} in JSON"))
+    [table] = [table for table in strict["tables"] if table["name"] == "series"]
+    latest_of = {row[0]: row[table["columns"].index("latest")] for row in table["rows"]}
+    assert latest_of["int8wo-inf"] is None and latest_of["int8wo-11"] == 1.1
+    html = client.get("/explorer/?repo=acme/lab&range=7d").content.decode()
+    assert '<td class="">inf</td>' in html
 
 
 def test_compilers_offer_only_benchmarks_they_can_show(client, short_demo):
