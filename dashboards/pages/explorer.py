@@ -39,7 +39,7 @@ MAX_LINES = 12  # series shown: the ones that changed most over the range
 RANKED = 500  # series ranked by their change (the first by name, where more match)
 FACETS = ("backend", "mode", "dtype", "suite", "device", "compile_mode")
 READ = ("model", "backend", "mode", "dtype", "arch", "compile_mode")  # of each series shown
-# A point: (series id, ISO time, value, target, commit, run id, string results as JSON text)
+# A point as read: (series id, ISO time, value, target, commit, run id, string results as JSON text)
 TIME, VALUE, TARGET, SHA, RUN, STRINGS = range(1, 7)
 
 
@@ -109,9 +109,9 @@ def build(state: State) -> Page:
     series = _most_changed(candidates, in_range)
     points: dict[int, list[tuple]] = {item.pk: [] for item in series}
     # a year of 12 lines is 4,000 points: read without Django's converters (`plain_tuples`),
-    # kept as read (a `Point`; string results stay JSON text until shown), and put in order
-    # of time here (they come nearly so, a month's partition after another: 0.3 ms, where
-    # the database's sort took 3.5 ms at 10M results)
+    # kept as read (indexed by TIME, VALUE...; string results stay JSON text until shown),
+    # and put in order of time here (they come nearly so, a month's partition after
+    # another: 0.3 ms, where the database's sort took 3.5 ms at 10M results)
     for row in plain_tuples(
             in_range.filter(series_id__in=points).order_by()
             .values_list("series_id", IsoUtc("timestamp"), "value", "target",
