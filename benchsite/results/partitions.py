@@ -63,10 +63,14 @@ def partition_name(month: date) -> str:
     return f"{TABLE}_p{month:%Y_%m}"
 
 
+def next_month(month: date) -> date:
+    return date(month.year + month.month // 12, month.month % 12 + 1, 1)
+
+
 def month_bounds(month: date) -> tuple[str, str]:
     """The partition's range as SQL literals: from its first instant to the next month's."""
-    following = date(month.year + month.month // 12, month.month % 12 + 1, 1)
-    return f"'{month.isoformat()} 00:00:00+00'", f"'{following.isoformat()} 00:00:00+00'"
+    return (f"'{month.isoformat()} 00:00:00+00'",
+            f"'{next_month(month).isoformat()} 00:00:00+00'")
 
 
 def ensure_months(connection: BaseDatabaseWrapper, timestamps: Iterable[int]) -> None:
@@ -167,6 +171,18 @@ class Ordering:
     rows: int  # the planner's estimate, after
     seconds: float = 0.0  # rewriting and analysing
 
+    def describe(self) -> str:
+        """One line for the command's output and the task's log."""
+        if self.outcome == "empty":
+            return f"{self.name}: empty"
+        before = f"series order {self.correlation:.2f}"
+        if self.outcome == "ordered":
+            return f"{self.name}: ordered {self.rows} rows in {self.seconds:.1f} s (was {before})"
+        if self.outcome == "busy":
+            return (f"{self.name}: busy (its lock not had in time), left for the next night "
+                    f"({before})")
+        return f"{self.name}: in order ({before})"
+
 
 def order_months(connection: BaseDatabaseWrapper, now: datetime | None = None,
                  lock_timeout: float = 10.0) -> list[Ordering]:
@@ -180,11 +196,11 @@ def order_months(connection: BaseDatabaseWrapper, now: datetime | None = None,
     in order cost one look at their statistics."""
     if connection.vendor != "postgresql":
         return []
-    settled = (now or datetime.now(UTC)) - SETTLED
+    settled = ((now or datetime.now(UTC)) - SETTLED).date()
     done = []
     for partition in partitions(connection):
         month = _month_of_name(partition.name)
-        if month is None or _month_end(month) > settled:
+        if month is None or next_month(month) > settled:
             continue
         correlation = _series_correlation(connection, partition.name)
         if correlation is None or correlation >= ORDERED:
@@ -217,10 +233,6 @@ def _month_of_name(name: str) -> date | None:
         return datetime.strptime(name.removeprefix(f"{TABLE}_p"), "%Y_%m").date()
     except ValueError:
         return None
-
-
-def _month_end(month: date) -> datetime:
-    return datetime.fromisoformat(month_bounds(month)[1].strip("'"))
 
 
 def _series_correlation(connection: BaseDatabaseWrapper, name: str) -> float | None:

@@ -18,10 +18,7 @@ def order_months() -> int:
     their series' order (`partitions.order_months`); returns how many were."""
     done = partitions.order_months(connection)
     for month in done:
-        if month.outcome == "ordered":
-            logger.info("%s: ordered %d rows in %.1f s (series order was %.2f)", month.name,
-                        month.rows, month.seconds, month.correlation)
-        elif month.outcome == "busy":
-            logger.warning("%s: not ordered, its lock not had in time (a long read of it); "
-                           "the next night tries again", month.name)
+        if month.outcome in ("ordered", "busy"):
+            logger.log(logging.WARNING if month.outcome == "busy" else logging.INFO,
+                       month.describe())
     return sum(month.outcome == "ordered" for month in done)

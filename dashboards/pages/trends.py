@@ -146,15 +146,9 @@ def _aggregate(summaries, keys: tuple[str, ...], granularity: str, **totals) -> 
                   runs=Count("run", distinct=True), **totals)
         .order_by("start", *keys)
     )
-    if len(keys) == 1:
-        [key] = keys
-        for row in rows:
-            del row["start"]
-            row["line"] = row[key] or "(none)"
-    else:
-        for row in rows:
-            del row["start"]
-            row["line"] = " · ".join([row[key] or "(none)" for key in keys])
+    for row in rows:
+        del row["start"]
+        row["line"] = " · ".join([row[key] or "(none)" for key in keys])
     return rows
 
 

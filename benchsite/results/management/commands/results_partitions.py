@@ -39,7 +39,7 @@ class Command(BaseCommand):
                               f"{'made' if made else 'exists'}")
         if order:
             for done in partitions.order_months(connection):
-                self.stderr.write(_ordering(done))
+                self.stderr.write(done.describe())
         if create or order:
             listed = partitions.partitions(connection, count=count)
         self.stdout.write(f"{'partition':<28} {'rows':>12} {'MiB':>10}  range")
@@ -51,13 +51,3 @@ class Command(BaseCommand):
             self.stdout.write("(rows: the planner's estimate, ? before the first ANALYZE; "
                               "--count counts)")
 
-
-def _ordering(done: partitions.Ordering) -> str:
-    if done.outcome == "empty":
-        return f"{done.name}: empty"
-    before = f"series order {done.correlation:.2f}"
-    if done.outcome == "ordered":
-        return f"{done.name}: ordered {done.rows} rows in {done.seconds:.1f} s (was {before})"
-    if done.outcome == "busy":
-        return f"{done.name}: busy (its lock not had in time), left for the next night ({before})"
-    return f"{done.name}: in order ({before})"
