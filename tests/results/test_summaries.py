@@ -66,6 +66,24 @@ def test_ingestion_totals_match_a_rebuild_from_stored_results(db):
     assert all(math.isclose(a[-1], b[-1]) for a, b in zip(incremental, rebuilt, strict=True))
 
 
+def test_an_upload_of_more_groups_than_one_statement_holds_stores_them_all(db):
+    """The summary rows, slices and benchmarks of an upload are written a few statements at
+    a time (as many rows as the database's parameter limit allows: 55 on SQLite)."""
+    records = [record(TORCHAO, benchmark={**TORCHAO["benchmark"], "dtype": f"recipe{n}",
+                                          "name": f"bench{n % 3}"},
+                      metric={"name": "Fwd Speedup (x)", "benchmark_values": [1.0 + n]})
+               for n in range(130)]
+    store(records)
+    summaries = {(row.dtype, row.count, row.log_count) for row in RunSummary.objects.all()}
+    assert summaries == {(f"recipe{n}", 1, 1) for n in range(130)}
+    assert SummarySlice.objects.count() == 130
+    assert set(RunBenchmark.objects.values_list("benchmark", flat=True)) == {
+        "bench0", "bench1", "bench2"}
+    before = set(RunSummary.objects.values_list("run_id", "dtype", "log_sum"))
+    resummarize_runs([Run.objects.get().pk])
+    assert set(RunSummary.objects.values_list("run_id", "dtype", "log_sum")) == before
+
+
 def test_summaries_are_found_by_the_runs_exact_timestamp(db):
     """The trends and recipes pages filter summaries on run timestamps with the ORM: the rows
     ingestion writes with SQL must compare equal on every database (on SQLite they once were

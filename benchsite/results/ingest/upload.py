@@ -172,17 +172,17 @@ class _Reading:
         caller's transaction then undoes what was written."""
         normalization = self.normalization
         with _body_errors():
-            store_for(connection).save(upload, normalization.batch, self.chunks,
-                                       complete=lambda: normalization.complete)
+            written = store_for(connection).save(upload, normalization.batch, self.chunks,
+                                                 complete=lambda: normalization.complete)
         if normalization.errors:
             raise UploadRefused(normalization.errors, normalization.count)
         batch = normalization.batch
         _check_repos(self.token, batch.repos)
-        upload.record_count = len(batch.results)
+        upload.record_count = written.count
         upload.repos = sorted(batch.repos)
         upload.save(update_fields=["record_count", "repos"])
-        timestamps = {result.timestamp for result in batch.results}
-        transaction.on_commit(lambda: ensure_months(connection, timestamps), robust=True)
+        transaction.on_commit(lambda: ensure_months(connection, written.timestamps),
+                              robust=True)
 
 
 @contextmanager
