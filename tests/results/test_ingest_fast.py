@@ -2,6 +2,7 @@
 both know the same fields, the contract's."""
 
 import copy
+import json
 
 import orjson
 import pytest
@@ -32,6 +33,11 @@ QUIRKS = {
     "a missing name": {**samples.TORCHAO, "model": {"type": "layer"}},
     "no values": {**samples.TORCHAO, "metric": {"name": "x", "benchmark_values": []}},
     "a bad repo": {**samples.TORCHAO, "repo": "no-slash"},
+    "a metric's extra_info not an object": {
+        **samples.TORCHAO, "metric": {"name": "x", "benchmark_values": [1.0], "extra_info": [1]}},
+    "an integer beyond 64 bits in a metric's extra_info": {
+        **samples.TORCHAO, "metric": {"name": "x", "benchmark_values": [1.0],
+                                      "extra_info": {"n": 2**70}}},
 }
 PARTS = {"benchmark": contract.Benchmark, "model": contract.Model, "metric": contract.Metric}
 
@@ -73,7 +79,7 @@ def test_canonical_records_take_the_fast_path_with_the_same_result(warm):
 
 @pytest.mark.parametrize("quirk", QUIRKS)
 def test_quirks_and_errors_are_left_to_the_general_path(quirk):
-    body = orjson.dumps([samples.TORCHAO, QUIRKS[quirk]])
+    body = json.dumps([samples.TORCHAO, QUIRKS[quirk]]).encode()  # orjson: 64-bit integers
     assert fast_only(body, samples.META) is None
 
 
@@ -105,6 +111,26 @@ def test_the_series_cache_is_bounded(monkeypatch):
 
 def test_the_fast_paths_record_has_exactly_the_contracts_fields():
     assert fast.RawRecord.__struct_fields__ == contract.Record.__struct_fields__
+    assert fast.RawMetric.__struct_fields__ == contract.Metric.__struct_fields__
+
+
+def test_a_metric_text_is_decoded_once_and_its_string_results_every_time():
+    """Records with one metric extra_info text share its dict (equal to the general path's);
+    string results are read record by record, never cached."""
+    fast.METRIC_EXTRAS.clear()
+    records = [record for value in ("pass", "fail_accuracy") for record in (
+        {**samples.TORCHAO, "model": {"name": f"m-{value}"},
+         "metric": {"name": "x", "benchmark_values": [1.0], "extra_info": {"unit": "ms"}}},
+        {**samples.INDUCTOR_ACCURACY, "model": {"name": f"m-{value}"},
+         "metric": {"name": "accuracy", "extra_info": {"benchmark_values": [value]}}})]
+    body = orjson.dumps(records)
+    batch = fast_only(body, samples.META)
+    assert batch == general(body, samples.META)[0]
+    units = [result.extra_info for result in batch.results[::2]]
+    assert units == [{"unit": "ms"}] * 2 and units[0] is units[1]
+    assert [result.string_values for result in batch.results[1::2]] == [
+        ["pass"], ["fail_accuracy"]]
+    assert len(fast.METRIC_EXTRAS) == 1
 
 
 def test_the_general_path_knows_the_fields_the_fast_path_decodes():

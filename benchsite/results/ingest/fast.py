@@ -33,6 +33,7 @@ from runner.contract.record import (
     RUN_FIELDS,
     Benchmark,
     Extra,
+    Metric,
     Model,
     Record,
 )
@@ -46,16 +47,25 @@ _SEPARATOR = b"\0"
 RAW_PARTS = ("benchmark", "model", "inputs", "runners", "dependencies")
 
 
-def _raw_field(field: msgspec.structs.FieldInfo) -> tuple:
-    kind = msgspec.Raw if field.name in RAW_PARTS else field.type
+def _raw_field(field: msgspec.structs.FieldInfo, raw: tuple[str, ...],
+               types: dict[str, type] | None = None) -> tuple:
+    kind = msgspec.Raw if field.name in raw else (types or {}).get(field.name, field.type)
     if field.required:
         return (field.name, kind)
-    return (field.name, kind, NULL if field.name in RAW_PARTS else field.default)
+    return (field.name, kind, NULL if field.name in raw else field.default)
 
 
+# The metric's extra_info stays raw too: most records repeat one of a few texts
+# (`{"unit":"ms"}`), decoded and checked once a process (`METRIC_EXTRAS`), one dict shared by
+# their results, whose COPY text is then written once an upload (`store.CopyWriter`).
+RawMetric = msgspec.defstruct(
+    "RawMetric", [_raw_field(f, ("extra_info",)) for f in msgspec.structs.fields(Metric)],
+    forbid_unknown_fields=True, gc=False)
 # The contract's `Record`, field for field, with RAW_PARTS left undecoded.
-RawRecord = msgspec.defstruct("RawRecord", [_raw_field(f) for f in msgspec.structs.fields(Record)],
-                              forbid_unknown_fields=True, gc=False)
+RawRecord = msgspec.defstruct(
+    "RawRecord",
+    [_raw_field(f, RAW_PARTS, {"metric": RawMetric}) for f in msgspec.structs.fields(Record)],
+    forbid_unknown_fields=True, gc=False)
 
 
 _RECORD = msgspec.json.Decoder(RawRecord)
@@ -71,6 +81,9 @@ _NO_OPTIONAL_FIELDS = (msgspec.UNSET,) * len(OPTIONAL_RUN_FIELDS)
 # (series identity, SeriesInfo) by the raw text that determines them, kept across uploads
 # (the same series come back with every commit).
 SERIES_CACHE = ProcessCache(maxsize=100_000)
+# A metric's extra_info (None for none or empty) by its raw text, when it holds no string
+# results (`benchmark_values`, which differ record by record).
+METRIC_EXTRAS = ProcessCache(maxsize=10_000)
 
 
 class FastPath:
@@ -105,18 +118,24 @@ class FastPath:
                 dict(zip(RUN_FIELDS, given, strict=True)), self.problems)
         meta = self.meta
         metric = record.metric
-        metric_extra = metric.extra_info or {}
+        raw_extra = bytes(metric.extra_info)
+        metric_extra = METRIC_EXTRAS.lookup(raw_extra)
         string_values = None
-        if "benchmark_values" in metric_extra:
-            string_values = checks.strings(metric_extra["benchmark_values"], self.problems)
-            metric_extra = {k: v for k, v in metric_extra.items() if k != "benchmark_values"}
+        if metric_extra is MISSING:
+            metric_extra = _EXTRA.decode(raw_extra) or {}
+            if "benchmark_values" in metric_extra:
+                string_values = checks.strings(metric_extra["benchmark_values"], self.problems)
+                metric_extra = {k: v for k, v in metric_extra.items() if k != "benchmark_values"}
+            if metric_extra:
+                orjson.dumps(metric_extra)
+            metric_extra = metric_extra or None
+            if string_values is None:
+                METRIC_EXTRAS.put(raw_extra, metric_extra)
         values = metric.benchmark_values or []
         if self.problems.items or (not values and not string_values):
             self.problems.items.clear()
             self.key = None  # the next record's run fields are checked again
             return None
-        if metric_extra:
-            orjson.dumps(metric_extra)
         optional = _optional_fields(record)
         run_extra = {} if optional == _NO_OPTIONAL_FIELDS else {
             name: value for name, value in zip(OPTIONAL_RUN_FIELDS, optional, strict=True)
@@ -149,12 +168,12 @@ class FastPath:
         # positionally (run, series, timestamp, values, value, target, string_values,
         # extra_info, unknown): a record's keywords cost more than the rest of this line
         return ResultInfo(run, series[0], meta["timestamp"], values, aggregate(values),
-                          metric.target_value or None, string_values or None,
-                          metric_extra or None, None)
+                          metric.target_value or None, string_values or None, metric_extra,
+                          None)
 
 
 def _decoded(record: RawRecord, normalizer: Normalizer, meta: dict, run_extra: dict,
-             metric_extra: dict, values: list[float],
+             metric_extra: dict | None, values: list[float],
              string_values: list[str] | None) -> ResultInfo | None:
     """The result of a record whose raw parts are new: decoded, checked and identified."""
     try:
@@ -172,6 +191,6 @@ def _decoded(record: RawRecord, normalizer: Normalizer, meta: dict, run_extra: d
         dtype=benchmark.dtype or "", benchmark_extra=benchmark.extra_info or {},
         model=model.name, model_type=model.type or "", backend=model.backend or "",
         origins=model.origins or [], model_extra=model.extra_info or {}, inputs=inputs or {},
-        metric=metric.name, metric_extra=metric_extra, values=values,
+        metric=metric.name, metric_extra=metric_extra or {}, values=values,
         string_values=string_values, target=metric.target_value, unknown=None,
     ))

@@ -401,13 +401,17 @@ class CopyWriter(ResultWriter):
         self.copy = None  # the open COPY's context manager and its Copy
         # The columns after the series, the same for the results of one run and time.
         self.middles: dict[tuple[str, int], str] = {}
+        # The COPY text of each extra_info dict, by identity (the fast path gives the results
+        # of one metric text one dict), with the dict: held, its identity is not reused.
+        self.extras: dict[int, tuple[dict, str]] = {}
 
     def write(self, results):
         if self.copy is None:
             manager = self.cursor.cursor.copy(
                 f"COPY {Result._meta.db_table} ({_quoted(self.COLUMNS)}) FROM STDIN")
             self.copy = (manager, manager.__enter__())
-        run_ids, series_ids, middles = self.run_ids, self.series_ids, self.middles
+        run_ids, series_ids, middles, extras = (self.run_ids, self.series_ids, self.middles,
+                                                self.extras)
         lines = []
         append = lines.append
         last_run = last_timestamp = middle = None
@@ -422,14 +426,20 @@ class CopyWriter(ResultWriter):
                 last_run, last_timestamp = run, timestamp
             values, value, target = r.values, r.value, r.target
             strings, extra, unknown = r.string_values, r.extra_info, r.unknown
+            if extra is None:
+                extra_text = NULL
+            elif (known := extras.get(id(extra))) is not None and known[0] is extra:
+                extra_text = known[1]
+            else:
+                extra_text = _copy_json(extra)
+                extras[id(extra)] = (extra, extra_text)
             # values as `stored_values` has them: null but for 2+ repetitions or a NaN one
             append(f"{series_ids[r.series]}{middle}{NULL if value is None else repr(value)}\t"
                    + (f"{NULL}\t" if len(values) < 2 and (value is not None or not values)
                       else "{" + ",".join(map(repr, values)) + "}\t")
                    + f"{NULL if target is None else repr(target)}\t"
                      f"{NULL if strings is None else _copy_json(strings)}\t"
-                     f"{NULL if extra is None else _copy_json(extra)}\t"
-                     f"{NULL if unknown is None else _copy_json(unknown)}\n")
+                     f"{extra_text}\t{NULL if unknown is None else _copy_json(unknown)}\n")
         self.copy[1].write("".join(lines))
 
     @property
