@@ -137,9 +137,6 @@ class FastPath:
             self.key = None  # the next record's run fields are checked again
             return None
         optional = _optional_fields(record)
-        run_extra = {} if optional == _NO_OPTIONAL_FIELDS else {
-            name: value for name, value in zip(OPTIONAL_RUN_FIELDS, optional, strict=True)
-            if value is not msgspec.UNSET}
         parts = (given, record.runners, record.dependencies, optional)
         if parts == self.last_run[0]:  # most records share their run with the previous one
             run_key, run = None, self.last_run[1]
@@ -147,14 +144,16 @@ class FastPath:
             # Raw JSON text never holds a NUL byte: joined with one, the parts stay apart
             # (and one bytes object hashes once, however often the caches look it up).
             run_key = (given, _SEPARATOR.join((record.runners, record.dependencies)),
-                       *run_extra.items())
+                       *_run_extra(optional).items())
             run = self.runs.get(run_key)
+            if run is not None:
+                self.last_run = (parts, run)
         series_key = (meta["repo"], metric.name, _SEPARATOR.join((
             record.benchmark, record.model, record.inputs, record.runners)))
         series = SERIES_CACHE.lookup(series_key)
         if run is None or series is MISSING:
-            result = _decoded(record, self.normalizer, meta, run_extra, metric_extra, values,
-                              string_values)
+            result = _decoded(record, self.normalizer, meta, _run_extra(optional), metric_extra,
+                              values, string_values)
             if result is None:
                 return None
             orjson.dumps(self.batch.runs[result.run].runners)
@@ -163,13 +162,23 @@ class FastPath:
             self.last_run = (parts, result.run)
             SERIES_CACHE.put(series_key, (result.series, self.batch.series[result.series]))
             return result
-        self.last_run = (parts, run)
         self.batch.series.setdefault(series[0], series[1])
         # positionally (run, series, timestamp, values, value, target, string_values,
-        # extra_info, unknown): a record's keywords cost more than the rest of this line
-        return ResultInfo(run, series[0], meta["timestamp"], values, aggregate(values),
+        # extra_info, unknown): a record's keywords cost more than the rest of this line; one
+        # value not NaN is its own aggregate
+        return ResultInfo(run, series[0], meta["timestamp"], values,
+                          values[0] if len(values) == 1 and values[0] == values[0]
+                          else aggregate(values),
                           metric.target_value or None, string_values or None, metric_extra,
                           None)
+
+
+def _run_extra(optional: tuple) -> dict:
+    """The optional run fields a record gives, by name."""
+    if optional == _NO_OPTIONAL_FIELDS:
+        return {}
+    return {name: value for name, value in zip(OPTIONAL_RUN_FIELDS, optional, strict=True)
+            if value is not msgspec.UNSET}
 
 
 def _decoded(record: RawRecord, normalizer: Normalizer, meta: dict, run_extra: dict,
