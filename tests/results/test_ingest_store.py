@@ -7,7 +7,7 @@ import math
 import re
 
 import pytest
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from benchsite.results.ingest import UploadRefused, mixed, store_upload
@@ -211,3 +211,24 @@ def test_a_new_process_reads_a_repos_series_ids_at_once(
     assert len(series_reads) == 1 and '"results_series"."repo" =' in series_reads[0]
     assert Result.objects.filter(upload=upload).count() == 10
     assert ("default", Series.objects.get(model="m3").identity) in store_module.SERIES_IDS
+
+
+def test_a_failing_statement_after_the_results_undoes_the_whole_upload(db, monkeypatch):
+    """The statements after the results are sent without waiting (a pipeline on PostgreSQL):
+    one that fails raises as Django's error, and nothing of the upload stays."""
+    def failing_rows(rows):
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE results_run SET result_count = -1")  # its CHECK refuses
+
+    monkeypatch.setattr(store_module, "add_rows", failing_rows)
+    with pytest.raises(IntegrityError):
+        store_upload(json.dumps([TORCHAO]).encode(), metadata=META)
+    assert not Upload.objects.exists() and not Result.objects.exists()
+    assert not Run.objects.exists()
+
+
+def test_an_error_of_the_last_batched_statement_raises_as_djangos(db, store):
+    store_upload(json.dumps([TORCHAO]).encode(), metadata=META)
+    with (pytest.raises(IntegrityError), transaction.atomic(), store.batched(),
+          connection.cursor() as cursor):
+        cursor.execute("UPDATE results_run SET result_count = -1")

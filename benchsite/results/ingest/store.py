@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, TypeVar
 
@@ -154,20 +155,26 @@ class Store:
             summary_rows, counts, latest, timestamps = writer.finish(meanwhile=sum_up)
         if token is not None:
             transaction.on_commit(lambda: _remember(alias, token, looked_up), using=alias)
-        add_rows(summary_rows)
-        for identity, run_id in run_ids.items():
-            # A run continued by a later upload may start earlier, and a run's start is its
-            # earliest record's, which may come after the run was created; its benchmarks
-            # carry its start.
-            start = moment(batch.runs[identity].timestamp)
-            Run.objects.filter(pk=run_id).update(
-                result_count=F("result_count") + counts.get(run_id, 0),
-                last_timestamp=Greatest("last_timestamp",
-                                        Value(moment(latest.get(run_id, 0)))),
-                timestamp=Least("timestamp", Value(start)))
-            RunBenchmark.objects.filter(run_id=run_id, timestamp__gt=start).update(
-                timestamp=start)
+        with self.batched():
+            add_rows(summary_rows)
+            for identity, run_id in run_ids.items():
+                # A run continued by a later upload may start earlier, and a run's start is
+                # its earliest record's, which may come after the run was created; its
+                # benchmarks carry its start.
+                start = moment(batch.runs[identity].timestamp)
+                Run.objects.filter(pk=run_id).update(
+                    result_count=F("result_count") + counts.get(run_id, 0),
+                    last_timestamp=Greatest("last_timestamp",
+                                            Value(moment(latest.get(run_id, 0)))),
+                    timestamp=Least("timestamp", Value(start)))
+                RunBenchmark.objects.filter(run_id=run_id, timestamp__gt=start).update(
+                    timestamp=start)
         return Written(written, frozenset(timestamps))
+
+    def batched(self) -> AbstractContextManager:
+        """Statements whose results (and row counts) nobody reads, sent without waiting for
+        each other's where the database allows; an error raises at the end at the latest."""
+        return nullcontext()
 
     def preload(self, repos: set[str]) -> None:
         """Cache the ids of these repos' series (committed rows, read under the current
@@ -317,6 +324,13 @@ class CopyStore(Store):
 
     def writer(self, upload_id, run_ids, series_ids):
         return CopyWriter(self.connection, upload_id, run_ids, series_ids)
+
+    @contextmanager
+    def batched(self):
+        # psycopg's pipeline mode: the server runs a statement while Python builds the next
+        # (the ORM's few milliseconds an upload), and its errors raise as Django's.
+        with self.connection.wrap_database_errors, self.connection.connection.pipeline():
+            yield
 
     def refresh_statistics(self, vacuum=False):
         with self.connection.cursor() as cursor:
