@@ -82,7 +82,8 @@ _NO_OPTIONAL_FIELDS = (msgspec.UNSET,) * len(OPTIONAL_RUN_FIELDS)
 # (the same series come back with every commit).
 SERIES_CACHE = ProcessCache(maxsize=100_000)
 # A metric's extra_info (None for none or empty) by its raw text, when it holds no string
-# results (`benchmark_values`, which differ record by record).
+# results (`benchmark_values`, which differ record by record). One dict is shared by many
+# results and uploads: nothing may change it.
 METRIC_EXTRAS = ProcessCache(maxsize=10_000)
 
 

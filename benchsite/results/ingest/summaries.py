@@ -125,10 +125,9 @@ def add_rows(rows: list[tuple]) -> None:
 
 def _insert_many(sql: str, rows: list[tuple]) -> None:
     """Run `sql` with its `{rows}` as a VALUES list of `rows`, in as few statements as the
-    database's parameter limit allows: an upload's few dozen summary rows were as many
-    statements, each a round trip, and writing them took 7-11 ms of an upload of 5,000
-    records (5-6 now). The rows must be unique in the conflict's columns (an upsert may not
-    touch a row twice in one statement)."""
+    database's parameter limit allows (an upload's few dozen summary rows were as many
+    statements). The rows must be unique in the conflict's columns (an upsert may not touch
+    a row twice in one statement)."""
     if not rows:
         return
     width = len(rows[0])
