@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import timezone
 
 from benchsite.results.fields import FloatListField, OrjsonField
 from runner.contract.repos import RepoNameError, check_patterns, grants, is_repo
@@ -99,7 +100,9 @@ class Upload(models.Model):
         DEMO = "demo"
         WORKER = "worker"
 
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # When it was received: also the time of its records that carry none, so `rederive`
+    # gives them the same (set by `store_upload`, not when the row is inserted).
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.API)
     token = models.ForeignKey(UploadToken, null=True, blank=True, on_delete=models.SET_NULL)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True,

@@ -3,6 +3,7 @@
 import gzip
 import json
 import math
+import time
 from datetime import timedelta
 
 import pytest
@@ -11,6 +12,7 @@ from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
+from benchsite.results.ingest import upload as upload_module
 from benchsite.results.ingest.store import SERIES_IDS
 from benchsite.results.models import Result, Run, Series, Upload, UploadToken
 from tests.results.samples import INDUCTOR_ACCURACY, META, MINIMAL, TORCHAO, VLLM, record
@@ -295,6 +297,18 @@ def test_results_are_rederived_from_the_raw_payload(api, token, capsys):
     again = Result.objects.get()
     assert again.value == 1.25 and again.timestamp == original.timestamp
     assert Run.objects.get().result_count == 1
+
+
+def test_records_without_a_time_take_the_uploads_even_when_storing_takes_a_second(
+        api, token, monkeypatch):
+    """The time a record without one gets is the upload's `created_at`, which `rederive`
+    gives it again: not a second earlier when the upload row is written later."""
+    made = upload_module.ensure_months
+    monkeypatch.setattr(upload_module, "ensure_months",
+                        lambda *args: (time.sleep(1.0), made(*args)))  # before the row
+    post(api, token, [record(TORCHAO)], "?repo=pytorch/ao&head_branch=main&head_sha=s")
+    created = Upload.objects.get().created_at
+    assert Result.objects.get().timestamp == created.replace(microsecond=0)
 
 
 def test_a_tokens_last_use_is_written_at_most_once_a_minute(api, token):

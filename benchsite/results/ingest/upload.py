@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -91,7 +91,9 @@ def store_upload(
         _check_repos(token, repeat.repos)  # a replay tells nothing to a token of other repos
         return Stored(repeat, created=False)
 
+    received = timezone.now()
     upload = Upload(
+        created_at=received,
         source=source,
         token=token,
         idempotency_key=idempotency_key,
@@ -103,7 +105,7 @@ def store_upload(
         detection_owed_at=timezone.now()
         if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
     )
-    reading = _Reading(body, metadata, received=datetime.now(UTC), token=token)
+    reading = _Reading(body, metadata, received=received, token=token)
     try:
         with transaction.atomic():
             reading.store(upload)
