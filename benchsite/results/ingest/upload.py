@@ -102,8 +102,7 @@ def store_upload(
         request_metadata=metadata,
         # Recorded in the upload's transaction: a detection task lost after the commit
         # (broker down, worker killed) is queued again by the sweeper.
-        detection_owed_at=timezone.now()
-        if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
+        detection_owed_at=received if announce and settings.BENCH_DETECT_ON_UPLOAD else None,
     )
     reading = _Reading(body, metadata, received=received, token=token)
     try:
