@@ -22,7 +22,7 @@ from benchsite.regressions import receivers
 from benchsite.regressions import tasks as regression_tasks
 from benchsite.results.ingest import store_upload
 from benchsite.results.models import Upload
-from tests.jobs.conftest import BROKER, FAST_TIMING, SMALL_SPEC, sending_to
+from tests.jobs.conftest import BROKER, FAST_TIMING, SMALL_SPEC, redis_reachable, sending_to
 
 pytestmark = [pytest.mark.torch, pytest.mark.django_db(transaction=True)]
 UNREACHABLE = "redis://127.0.0.1:9/0"  # nothing listens on the discard port
@@ -174,10 +174,7 @@ def test_the_heartbeat_is_written_while_the_cell_runs(settings, undelivered):
 
 def test_the_broker_losing_its_data_is_noticed(settings):
     url = SCRATCH
-    try:
-        redis.Redis.from_url(url).flushdb()
-    except redis.ConnectionError:
-        pytest.skip(f"Redis at {url} is unreachable")
+    redis_reachable(url)
     settings.CELERY_BROKER_URL = url
     assert broker.broker_lost_data()  # no marker yet
     assert not broker.broker_lost_data()
@@ -219,11 +216,8 @@ def test_detection_owed_is_recorded_with_the_upload_and_redone_when_lost(setting
 
 def test_cells_a_lost_worker_took_but_never_claimed_are_sent_again(settings, undelivered):
     url = SCRATCH
+    redis_reachable(url)
     client = redis.Redis.from_url(url)
-    try:
-        client.flushdb()
-    except redis.ConnectionError:
-        pytest.skip(f"Redis at {url} is unreachable")
     settings.CELERY_BROKER_URL = url
     job = make_job()
     taken, running, fresh, _ = job.cells.all()
