@@ -11,18 +11,6 @@ import socket
 
 import pytest
 
-# Under pytest-xdist (scripts/test runs the PostgreSQL suite on two workers) each worker has a
-# database of its own (pytest-django names it) and must have Redis databases of its own too:
-# the tests empty them. Worker gwN takes TEST_REDIS_URL_GWN and TEST_REDIS_SCRATCH_DB_GWN
-# (scripts/test sets them); a worker without them may not run a test that uses Redis
-# (tests/jobs/conftest.py: `redis_reachable`).
-WORKER = os.environ.get("PYTEST_XDIST_WORKER", "").upper()
-if WORKER:
-    for _name in ("TEST_REDIS_URL", "TEST_REDIS_SCRATCH_DB"):
-        os.environ.pop(_name, None)
-        if os.environ.get(f"{_name}_{WORKER}"):
-            os.environ[_name] = os.environ[f"{_name}_{WORKER}"]
-
 
 def _reachable(url: str) -> bool:
     from urllib.parse import urlsplit
