@@ -5,7 +5,8 @@ the server accepts all three), gzip-compressed, with the run metadata it lacks p
 query parameters. Every request carries an Idempotency-Key derived from its content, so a
 retry after a timeout can never store results twice. A broken transfer (connection reset,
 a response cut short, a timeout) and 429/5xx answers are retried with exponential backoff
-(429 and 503 honour Retry-After); one file that fails never stops the others.
+(429 and 503 honour Retry-After); one file that fails never stops the others. While one file
+is sent, the next is read, keyed and compressed on another thread.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from runner.contract.record import REQUIRED_RUN_FIELDS, RUN_FIELDS
 from runner.contract.repos import repo_problem
 
+T = TypeVar("T")
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
 MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After is cut to this
 # A transfer that broke: refused or reset connections, a response cut short
@@ -63,35 +67,44 @@ def ci_metadata(env: Mapping[str, str] = os.environ) -> dict[str, str]:
     return {key: value for key, value in found.items() if value}
 
 
-def upload_bytes(
-    body: bytes,
-    server: str,
-    token: str,
-    metadata: Mapping[str, object] | None = None,
-    *,
-    retries: int = 4,
-    timeout: float = 120.0,
-    backoff: float = 1.0,
-) -> UploadResult:
-    """POST one payload to `{server}/api/v3/results`, retrying transient failures."""
+@dataclass(frozen=True)
+class Prepared:
+    """A payload ready to send: its URL (the metadata as query parameters), gzip body and
+    headers (the Idempotency-Key derived from the content)."""
+
+    url: str
+    metadata: dict[str, str]
+    compressed: bytes
+    headers: dict[str, str]
+
+
+def prepare(body: bytes, server: str, token: str,
+            metadata: Mapping[str, object] | None = None) -> Prepared:
     params = {k: str(v) for k, v in (metadata or {}).items() if v is not None and v != ""}
     query = urllib.parse.urlencode(sorted(params.items()))
     url = server.rstrip("/") + "/api/v3/results" + (f"?{query}" if query else "")
     key = hashlib.sha256(query.encode() + b"\n" + body).hexdigest()
-    compressed = gzip.compress(body, compresslevel=1)
     headers = {
         "Authorization": f"Bearer {token}",
         "Content-Type": "application/json",
         "Content-Encoding": "gzip",
         "Idempotency-Key": key,
     }
+    return Prepared(url, params, gzip.compress(body, compresslevel=1), headers)
+
+
+def send(prepared: Prepared, *, retries: int = 4, timeout: float = 120.0,
+         backoff: float = 1.0) -> UploadResult:
+    """POST a prepared payload to the server, retrying transient failures."""
+    url = prepared.url
     last_problem = ""
     wait = 0.0
     for attempt in range(retries + 1):
         if attempt:
             time.sleep(max(wait, backoff * 2 ** (attempt - 1)))
         wait = 0.0
-        request = urllib.request.Request(url, data=compressed, headers=headers, method="POST")
+        request = urllib.request.Request(url, data=prepared.compressed,
+                                         headers=prepared.headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 answer = json.loads(response.read())
@@ -112,6 +125,26 @@ def upload_bytes(
         except BROKEN_TRANSFER as error:
             last_problem = f"{type(error).__name__}: {getattr(error, 'reason', error)}"
     raise UploadError(f"{url}: gave up after {retries + 1} attempts: {last_problem}")
+
+
+def upload_bytes(body: bytes, server: str, token: str,
+                 metadata: Mapping[str, object] | None = None, **options) -> UploadResult:
+    """POST one payload to `{server}/api/v3/results` (`options`: those of `send`)."""
+    return send(prepare(body, server, token, metadata), **options)
+
+
+def prepared_ahead(items: Sequence[T], make: Callable[[T], Prepared]
+                   ) -> Iterator[tuple[T, Callable[[], Prepared]]]:
+    """Each item with a call that gives `make(item)` (or raises what it raised), the next
+    item's made on another thread while the caller sends this one: a client's key and gzip
+    (hashlib and zlib let go of the GIL) then cost its uploads no time after the first."""
+    with ThreadPoolExecutor(1, thread_name_prefix="upload-prepare") as pool:
+        ahead = pool.submit(make, items[0]) if items else None
+        for position, item in enumerate(items):
+            made = ahead
+            ahead = (pool.submit(make, items[position + 1]) if position + 1 < len(items)
+                     else None)
+            yield item, made.result
 
 
 def retry_after(value: str | None) -> float:
@@ -171,10 +204,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: nothing sent: {where}: {problem}", file=sys.stderr)
         return 2
     failed: list[Path] = []
-    for path in args.files:
+    for path, prepared in prepared_ahead(
+            args.files, lambda path: prepare(path.read_bytes(), args.server, args.token,
+                                             metadata)):
         try:
-            result = upload_bytes(path.read_bytes(), args.server, args.token, metadata,
-                                  retries=args.retries, backoff=args.backoff)
+            result = send(prepared(), retries=args.retries, backoff=args.backoff)
         except (OSError, UploadError) as error:
             print(f"{path}: {error}", file=sys.stderr)
             failed.append(path)

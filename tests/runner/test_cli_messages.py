@@ -26,11 +26,11 @@ def sent(monkeypatch):
     """What would have gone to the server."""
     calls = []
 
-    def fake(body, server, token, metadata, **options):
-        calls.append(metadata)
+    def fake(prepared, **options):
+        calls.append(prepared.metadata)
         return upload.UploadResult(upload_id=len(calls), records=1, created=True)
 
-    monkeypatch.setattr(upload, "upload_bytes", fake)
+    monkeypatch.setattr(upload, "send", fake)
     return calls
 
 

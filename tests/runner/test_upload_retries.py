@@ -96,3 +96,60 @@ def test_a_response_cut_short_every_time_is_reported(server, tmp_path, capsys, m
 def test_retry_after_is_honoured_within_bounds():
     assert (retry_after("5"), retry_after(None), retry_after("soon"), retry_after("-3"),
             retry_after("99999")) == (5.0, 0.0, 0.0, 0.0, 300.0)
+
+
+def test_the_next_file_is_prepared_while_one_is_sent_and_a_missing_one_is_reported(
+        server, tmp_path, capsys, monkeypatch):
+    from runner.cli import upload
+
+    Flaky.scripts = {"one": ["ok"], "three": ["ok"]}
+    for name in Flaky.scripts:
+        (tmp_path / f"{name}.json").write_text(f'[{{"file": "{name}"}}]')
+    monkeypatch.chdir(tmp_path)
+    prepared, sending = [], []
+    real_prepare, real_send = upload.prepare, upload.send
+
+    def watched_prepare(body, *args):
+        prepared.append(json.loads(body)[0]["file"])
+        return real_prepare(body, *args)
+
+    def watched_send(ready, **options):
+        name = json.loads(gzip.decompress(ready.compressed))[0]["file"]
+        sending.append((name, list(prepared)))
+        return real_send(ready, **options)
+
+    monkeypatch.setattr(upload, "prepare", watched_prepare)
+    monkeypatch.setattr(upload, "send", watched_send)
+    assert main(["upload", "one.json", "two.json", "three.json", "--server", server,
+                 "--token", "t", "--backoff", "0", *RUN]) == 1
+    # (a file is read before its send starts: "one" alone may be ready when it is sent)
+    assert sending[0][0] == "one" and sending[1] == ("three", ["one", "three"])
+    out, err = capsys.readouterr()
+    assert "one.json: stored" in out and "three.json: stored" in out
+    assert "two.json: [Errno 2] No such file or directory" in err
+    assert err.strip().endswith("1 of 3 files not uploaded: two.json")
+
+
+def test_prepared_ahead_makes_the_next_item_before_the_caller_is_done_with_this_one():
+    from runner.cli.upload import prepared_ahead
+
+    made = []
+    second_made = threading.Event()
+
+    def make(item):
+        made.append(item)
+        if item == 2:
+            second_made.set()
+        if item == 3:
+            raise OSError("three is unreadable")
+        return item * 10
+
+    got = []
+    for item, result in prepared_ahead([1, 2, 3, 4], make):
+        if item == 1:
+            assert second_made.wait(5)  # made while item 1 is in the caller's hands
+        try:
+            got.append(result())
+        except OSError as error:
+            got.append(str(error))
+    assert got == [10, 20, "three is unreadable", 40] and made == [1, 2, 3, 4]
