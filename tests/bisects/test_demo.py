@@ -40,7 +40,9 @@ def test_the_demo_from_nightly_jobs_to_a_regression_and_its_culprit(tmp_path, se
     assert {run.head_sha for run in Run.objects.filter(repo="demo/pkg")} == {
         shas[n] for n in demo_bisect.NIGHTS}  # each night's results at its own commit
 
-    regression = Regression.objects.get(series__metric=demo.METRIC, series__model="demo_mlp")
+    # (the largest: a busy machine's timing may step and raise a smaller one of its own)
+    regression = Regression.objects.filter(series__metric=demo.METRIC,
+                                           series__model="demo_mlp").order_by("-magnitude")[0]
     last_good, first_bad = demo.BROKEN - 1, demo.SLOW + 2
     assert (regression.last_good_sha, regression.first_bad_sha) == (shas[last_good],
                                                                     shas[first_bad])
