@@ -161,6 +161,10 @@ def test_idempotency_key(api, token):
     other = post(api, token, [record(**{**META, "head_sha": "b" * 40})], idempotency_key="job-1")
     assert other.status_code == 409
     assert "job-1" in other.json()["errors"][0]
+    # the key is checked before the body is refused (the body is read while it is hashed)
+    unreadable = post(api, token, b"[{", idempotency_key="job-1")
+    assert unreadable.status_code == 409 and "job-1" in unreadable.json()["errors"][0]
+    assert post(api, token, b"[{", idempotency_key="job-2").status_code == 400
     assert stored_counts() == (1, 1, 1, 1)
 
 
