@@ -80,6 +80,7 @@ class Prepared:
 
 def prepare(body: bytes, server: str, token: str,
             metadata: Mapping[str, object] | None = None) -> Prepared:
+    """`body` keyed and compressed for `{server}/api/v3/results`, `metadata` in its query."""
     params = {k: str(v) for k, v in (metadata or {}).items() if v is not None and v != ""}
     query = urllib.parse.urlencode(sorted(params.items()))
     url = server.rstrip("/") + "/api/v3/results" + (f"?{query}" if query else "")
