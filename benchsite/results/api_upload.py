@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
@@ -144,7 +143,6 @@ class UploadResultsMixin:
             )
         metadata = {name: request.query_params[name] for name in RUN_FIELDS
                     if request.query_params.get(name)}
-        later: list[Callable[[], object]] = []
         try:
             stored = store_upload(
                 body,
@@ -152,35 +150,14 @@ class UploadResultsMixin:
                 token=request.auth,
                 idempotency_key=key,
                 payload_gzip=payload_gzip,
-                announce_later=later,
             )
         except UploadRefused as refused:
             return Response(
                 {"errors": refused.errors, "error_count": refused.count},
                 status=refused.status,
             )
-        return AnsweredFirst(
+        return Response(
             {"upload_id": stored.upload.pk, "records": stored.upload.record_count,
              "created": stored.created},
             status=status.HTTP_201_CREATED if stored.created else status.HTTP_200_OK,
-            then=later,
         )
-
-
-class AnsweredFirst(Response):
-    """A response that runs `then` once it has been sent: the WSGI server closes a response
-    after writing it, so the client has its answer (and a CI job goes on) while the upload's
-    detection task is published (1-2 ms an upload). Lost there (the process killed), the
-    task is queued again by the sweeper: the upload's `detection_owed_at` was committed with
-    it. Django's test client closes responses too, so tests see what follows as before."""
-
-    def __init__(self, data, status: int, then: list[Callable[[], object]]):
-        super().__init__(data, status=status)
-        self.then = then
-
-    def close(self) -> None:
-        try:
-            for call in self.then:
-                call()
-        finally:
-            super().close()  # (request_finished: the database connection may close)

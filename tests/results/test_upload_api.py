@@ -326,31 +326,3 @@ def test_a_tokens_last_use_is_written_at_most_once_a_minute(api, token):
     post(api, token, [record(**{**META, "head_sha": "c" * 40})])
     assert UploadToken.objects.get().last_used_at > used
 
-
-@pytest.mark.django_db(transaction=True)
-def test_the_client_has_its_answer_before_the_detection_task_is_published(live_server,
-                                                                          make_token):
-    """Over a real WSGI server: the upload's announcement (detection's publish) waits for a
-    client that has its response; sent before the response, it would wait in vain."""
-    import threading
-
-    from benchsite.results.signals import upload_stored
-    from runner.cli.upload import upload_bytes
-
-    secret = make_token("pytorch/ao")
-    answered, told = threading.Event(), []
-
-    def announced(sender, upload_id, **kwargs):
-        told.append((upload_id, answered.wait(10)))
-
-    upload_stored.connect(announced)
-    try:
-        result = upload_bytes(json.dumps([record(**META)]).encode(), live_server.url, secret,
-                              retries=0)
-        answered.set()
-        deadline = time.monotonic() + 10
-        while not told and time.monotonic() < deadline:
-            time.sleep(0.01)
-    finally:
-        upload_stored.disconnect(announced)
-    assert result.created and told == [(result.upload_id, True)]

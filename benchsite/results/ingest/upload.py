@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -77,15 +77,12 @@ def store_upload(
     source: str = Upload.Source.API,
     payload_gzip: bytes | None = None,
     announce: bool = True,
-    announce_later: list[Callable[[], object]] | None = None,
 ) -> Stored:
     """Validate and store one upload of v3 records.
 
     `metadata` holds run fields the records may lack (query parameters of the API);
     `payload_gzip` is the body as the client compressed it, kept instead of recompressing.
     `announce=False` skips the `upload_stored` signal (bulk loaders run detection once after).
-    The signal is sent once the upload has committed, or, with `announce_later`, put there
-    at the commit for the caller to send (the API: once its response has gone).
     Raises UploadRefused (or a subclass) with every problem; then nothing is stored.
     """
     metadata = {key: value for key, value in (metadata or {}).items() if value not in (None, "")}
@@ -126,11 +123,8 @@ def store_upload(
         with transaction.atomic():
             reading.store(upload)
             if announce:
-                def tell() -> None:
-                    upload_stored.send(sender=Upload, upload_id=upload.pk)
-
                 transaction.on_commit(
-                    tell if announce_later is None else lambda: announce_later.append(tell))
+                    lambda: upload_stored.send(sender=Upload, upload_id=upload.pk))
     except IntegrityError:
         # A concurrent request stored the same upload first.
         repeat = _find_repeat(digest, idempotency_key, token, source)
