@@ -325,4 +325,3 @@ def test_a_tokens_last_use_is_written_at_most_once_a_minute(api, token):
     UploadToken.objects.update(last_used_at=used - timedelta(minutes=2))
     post(api, token, [record(**{**META, "head_sha": "c" * 40})])
     assert UploadToken.objects.get().last_used_at > used
-

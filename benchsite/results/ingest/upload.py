@@ -90,7 +90,8 @@ def store_upload(
     # The content hash (and the kept payload's gzip, where the client sent none) on another
     # thread while the body is split and its first part read here: hashlib and zlib let go of
     # the GIL (2.5 MB: 1.2 ms of hashing, 2.6 of gzip). A body that cannot be read is refused
-    # after the repeat check, as when it came first.
+    # after the repeat check, as when it came first; a repeat (a client's retry, rare) pays
+    # for the first part's reading it does not need.
     with ThreadPoolExecutor(1, thread_name_prefix="upload-hash") as beside:
         digest_of = beside.submit(content_hash, body, metadata)
         gzip_of = beside.submit(gzip.compress, body, 1) if payload_gzip is None else None
