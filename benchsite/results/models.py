@@ -8,7 +8,6 @@ numbers and the rarely-present JSON; everything that identifies a time series li
 from __future__ import annotations
 
 import functools
-import gzip
 import hashlib
 import operator
 import secrets
@@ -19,6 +18,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from isal import igzip
 
 from benchsite.results.fields import FloatListField, OrjsonField
 from runner.contract.repos import RepoNameError, check_patterns, grants, is_repo
@@ -141,7 +141,7 @@ class Upload(models.Model):
         return f"upload {self.pk} ({self.record_count} records)"
 
     def payload(self) -> bytes:
-        return gzip.decompress(self.payload_gzip)
+        return igzip.decompress(self.payload_gzip)
 
 
 class RunQuerySet(models.QuerySet):

@@ -12,7 +12,6 @@ is sent, the next is read, keyed and compressed on another thread.
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import http.client
 import json
@@ -27,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+
+from isal import igzip
 
 from runner.contract.record import REQUIRED_RUN_FIELDS, RUN_FIELDS
 from runner.contract.repos import repo_problem
@@ -91,7 +92,7 @@ def prepare(body: bytes, server: str, token: str,
         "Content-Encoding": "gzip",
         "Idempotency-Key": key,
     }
-    return Prepared(url, params, gzip.compress(body, compresslevel=1), headers)
+    return Prepared(url, params, igzip.compress(body, compresslevel=1), headers)
 
 
 def send(prepared: Prepared, *, retries: int = 4, timeout: float = 120.0,
@@ -138,7 +139,7 @@ def prepared_ahead(items: Sequence[T], make: Callable[[T], Prepared]
                    ) -> Iterator[tuple[T, Callable[[], Prepared]]]:
     """Each item with a call that gives `make(item)` (or raises what it raised), the next
     item's made on another thread while the caller sends this one: a client's key and gzip
-    (hashlib and zlib let go of the GIL) then cost its uploads no time after the first."""
+    (hashlib and ISA-L let go of the GIL) then cost its uploads no time after the first."""
     with ThreadPoolExecutor(1, thread_name_prefix="upload-prepare") as pool:
         ahead = pool.submit(make, items[0]) if items else None
         for position, item in enumerate(items):

@@ -245,7 +245,12 @@ def test_oversize_body_is_413_with_the_limit(api, token):
 
 
 def test_bad_gzip_and_unknown_encoding(api, token):
-    assert post(api, token, b"not gzip", content_encoding="gzip").status_code == 400
+    for body, problem in [(b"not gzip", "no gzip header"),
+                          (gzip.compress(b"[]")[:-12], "truncated gzip stream"),
+                          (b"\x1f\x8b" + b"\xff" * 30, "Error -5 ")]:
+        response = post(api, token, body, content_encoding="gzip")
+        assert response.status_code == 400
+        assert response.json()["errors"][0].startswith(f"body: not valid gzip: {problem}")
     assert post(api, token, b"[]", content_encoding="br").status_code == 415
 
 
