@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import NamedTuple
 
 import numpy as np
 from django.utils.html import escape
@@ -20,7 +21,8 @@ from benchsite.comparison import outcomes
 from benchsite.regressions.groups import CHANGE_TEXTS
 from benchsite.regressions.models import Regression
 from benchsite.results import environment_marks
-from benchsite.results.models import Result, Series
+from benchsite.results.models import Series
+from benchsite.results.models import repetitions as repetitions_of
 
 COLOURS = {
     Regression.Kind.REGRESSION: "#cf222e",
@@ -34,7 +36,30 @@ LABEL_SPAN = 0.14  # of the chart's time span: labels of changes closer than thi
 LABEL_ROW_PX = 16
 
 
-def series_chart_payload(series: Series, results: Iterable[Result],
+class Point(NamedTuple):
+    """A result as a chart draws it: its time, median and repetitions, string results and
+    commit. Read as plain rows (`points`): 400 results with their runs as model instances
+    took about 8 ms of a regression's page."""
+
+    timestamp: datetime
+    value: float | None
+    values: list[float] | None
+    string_values: list[str] | None
+    head_sha: str
+    head_branch: str
+
+    @property
+    def repetitions(self) -> list[float]:
+        return repetitions_of(self.values, self.value)
+
+
+def points(results) -> list[Point]:
+    """A queryset of results as chart points, in its order."""
+    return [Point(*row) for row in results.values_list(
+        "timestamp", "value", "values", "string_values", "run__head_sha", "run__head_branch")]
+
+
+def series_chart_payload(series: Series, results: Iterable[Point],
                          regressions: Iterable[Regression] | None = None, *,
                          repetitions: bool = True) -> dict:
     """A plotly figure ({"data": [...], "layout": {...}}) of a series: its median per point
@@ -47,8 +72,7 @@ def series_chart_payload(series: Series, results: Iterable[Result],
     A series whose results are pass/fail outcomes (text, no numbers) is a strip of markers
     instead (`_outcome_strip`), with the same marks of its regressions.
 
-    `results`: the series' results ordered by timestamp, with `run` loaded
-    (`select_related("run")`, for the commit in hover texts), all of one history (a
+    `results`: the series' points (`points`) ordered by timestamp, all of one history (a
     branch: a page passes only its own branch's results)."""
     results = list(results)
     if regressions is None:
@@ -68,7 +92,7 @@ def series_chart_payload(series: Series, results: Iterable[Result],
     data.append({
         "type": "scatter", "mode": "lines+markers", "name": "median", "x": x,
         "y": [result.value for result in results],
-        "text": [escape(f"{result.run.head_sha[:10]} {result.run.head_branch}")
+        "text": [escape(f"{result.head_sha[:10]} {result.head_branch}")
                  for result in results],
         "hovertemplate": "%{y:.4g}<br>%{x}<br>%{text}<extra></extra>",
         "line": {"color": "#0969da", "width": 1.5}, "marker": {"size": 5},
@@ -88,18 +112,18 @@ def series_chart_payload(series: Series, results: Iterable[Result],
     return _with_environment(series, results, {"data": data, "layout": layout})
 
 
-def _with_environment(series: Series, results: list[Result], figure: dict) -> dict:
+def _with_environment(series: Series, results: list[Point], figure: dict) -> dict:
     """The figure with the environment changes of the results' branch on the series'
     device between its first and its latest point marked."""
     if len(results) < 2:
         return figure
     changes = environment_marks.changes_for(
-        series.repo, results[-1].run.head_branch, results[0].timestamp,
+        series.repo, results[-1].head_branch, results[0].timestamp,
         results[-1].timestamp, [series.arch], [series.device])
     return environment_marks.mark(figure, changes, [series.arch])
 
 
-def is_pass_fail(results: list[Result]) -> bool:
+def is_pass_fail(results: list[Point]) -> bool:
     """Whether these results are pass/fail outcomes: text results and no numbers."""
     return (any(result.string_values for result in results)
             and not any(result.value is not None for result in results))
@@ -109,12 +133,12 @@ PASS, FAIL, OTHER = "pass", "fail", "not judged"  # the strip's rows
 OUTCOME_COLOURS = {PASS: "#1a7f37", FAIL: "#cf222e", OTHER: "#8c959f"}
 
 
-def _outcome_strip(series: Series, results: list[Result],
+def _outcome_strip(series: Series, results: list[Point],
                    regressions: Iterable[Regression]) -> dict:
     """A pass/fail series: one marker per result on a "pass" or a "fail" row (skipped or
     empty outcomes on a "not judged" row), coloured by outcome; hover: the outcome's text,
     the commit and the time."""
-    rows: dict[str, list[Result]] = {PASS: [], FAIL: [], OTHER: []}
+    rows: dict[str, list[Point]] = {PASS: [], FAIL: [], OTHER: []}
     for result in results:
         passed = outcomes.passes(result.string_values)
         rows[OTHER if passed is None else PASS if passed else FAIL].append(result)
@@ -123,7 +147,7 @@ def _outcome_strip(series: Series, results: list[Result],
         "x": [result.timestamp.isoformat() for result in shown],
         "y": [row] * len(shown),
         "text": [escape(f"{outcomes.text(result.string_values) or '(empty)'}: "
-                        f"{result.run.head_sha[:10]} {result.run.head_branch}")
+                        f"{result.head_sha[:10]} {result.head_branch}")
                  for result in shown],
         "hovertemplate": "%{text}<br>%{x}<extra></extra>",
         "marker": {"size": 9, "symbol": "square", "color": OUTCOME_COLOURS[row]},
@@ -146,7 +170,7 @@ def _outcome_strip(series: Series, results: list[Result],
     return {"data": data, "layout": layout}
 
 
-def _mark(regression: Regression, results: list[Result], shapes: list, annotations: list) -> None:
+def _mark(regression: Regression, results: list[Point], shapes: list, annotations: list) -> None:
     colour = COLOURS[regression.kind] if regression.state not in (
         Regression.State.EXPECTED, Regression.State.FALSE_POSITIVE) else TRIAGED_AWAY
     change = regression.first_bad_at.isoformat()
@@ -175,7 +199,7 @@ def _mark(regression: Regression, results: list[Result], shapes: list, annotatio
     })
 
 
-def _stack_labels(annotations: list[dict], results: list[Result]) -> int:
+def _stack_labels(annotations: list[dict], results: list[Point]) -> int:
     """Lift the label of a change that sits close to an earlier one's onto a row above it,
     so that no two labels overlap; the number of rows used."""
     times = [result.timestamp.timestamp() for result in results]

@@ -32,7 +32,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from benchsite import dates
 from benchsite.comparison.history import recent
-from benchsite.regressions.charts import series_chart_payload
+from benchsite.regressions.charts import points, series_chart_payload
 from benchsite.regressions.detect import hud_policy
 from benchsite.regressions.forms import FilterForm, TriageForm
 from benchsite.regressions.groups import (
@@ -331,9 +331,7 @@ def build_detail(state: State, pk: int) -> Page:
     # are never points of it), and the changes found in that history.
     latest = Result.objects.stored().filter(series=series, run__head_branch=regression.branch) \
         .order_by("-timestamp", "-id")
-    results = list(latest.select_related("run").only(
-        "timestamp", "value", "values", "string_values", "run__head_sha",
-        "run__head_branch")[:CHART_POINTS])
+    results = points(latest[:CHART_POINTS])
     results.reverse()
     chart = series_chart_payload(series, results,
                                  series.regressions.filter(branch=regression.branch))

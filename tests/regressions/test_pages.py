@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.contrib.auth.models import Permission, User
 
-from benchsite.regressions.charts import series_chart_payload
+from benchsite.regressions.charts import points, series_chart_payload
 from benchsite.regressions.detection import detect_series
 from benchsite.regressions.models import AlertGroup, Regression, SilenceAlert
 from benchsite.results.models import Result
@@ -138,8 +138,7 @@ def test_a_regression_page_charts_the_series_escaped(client, found):
 
 def test_the_chart_payload_marks_changes_and_escapes_every_label(found):
     regression = found.get(series__model=HOSTILE, detector="changepoint")
-    results = Result.objects.filter(series=regression.series).select_related("run") \
-        .order_by("timestamp")
+    results = points(Result.objects.filter(series=regression.series).order_by("timestamp"))
     figure = series_chart_payload(regression.series, results)
     repetitions, medians = figure["data"]
     assert len(repetitions["y"]) == 3 * 40 and len(medians["y"]) == 40
