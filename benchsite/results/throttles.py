@@ -53,6 +53,9 @@ def _redis_location() -> str | None:
 
 class _SettingsRateThrottle(SimpleRateThrottle):
     setting = ""
+    # Not DRF's key: a budget DRF kept (a pickled list) in the same Redis, by a process of
+    # an earlier release during a rolling deploy, is not read as a sorted set (WRONGTYPE).
+    cache_format = "throttle_log_%(scope)s_%(ident)s"
     waited: float | None = None  # set where the Redis script refused the request
 
     def __init__(self):

@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.core.cache import caches
 
 from benchsite.results import throttles
+from benchsite.results.models import UploadToken
 from tests.jobs.conftest import BROKER, redis_reachable
 
 # A Redis database these tests may empty (scripts/test gives the SQLite run another one).
@@ -101,6 +102,18 @@ def test_a_budget_in_redis_is_one_for_every_process(api, make_token, settings, m
                         or execute(self, *args, **options))
     assert [get(api, secret).status_code for _ in range(2)] == [200, 429]
     assert sent == ["EVALSHA", "EVALSHA"]
+
+
+def test_a_budget_an_earlier_release_kept_in_redis_is_not_misread(api, make_token, settings):
+    """During a rolling deploy a process of the previous release (DRF's throttle: a pickled
+    list under DRF's key) shares the Redis: its budget is not read as this one's."""
+    _in_redis(settings)
+    settings.BENCH_THROTTLE_TOKEN = "2/hour"
+    secret = make_token("pytorch/ao")
+    assert get(api, secret).status_code == 200
+    token_id = UploadToken.objects.get().pk
+    caches["throttle"].set(f"throttle_token_{token_id}", [1.0, 2.0], 3600)  # DRF's
+    assert get(api, secret).status_code == 200
 
 
 def test_an_empty_rate_turns_the_limit_off(api, db, settings, counters):
