@@ -6,17 +6,12 @@ import os
 from pathlib import Path
 
 from celery import Celery
-from celery.signals import worker_init
-
-from benchsite.memory import keep_freed_memory
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchsite.settings")
 
 app = Celery("benchsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# Workers store uploads too (benchsite.memory); its pool processes inherit it.
-worker_init.connect(lambda **kwargs: keep_freed_memory(), weak=False)
 
 
 def filesystem_broker(folder: Path) -> dict[str, object]:

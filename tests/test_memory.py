@@ -1,4 +1,4 @@
-"""Web and worker processes keep freed memory for their next request (benchsite.memory)."""
+"""Web processes keep freed memory for their next request (benchsite.memory); workers do not."""
 
 import os
 import subprocess
@@ -19,7 +19,7 @@ elif mode == "web":
 elif mode == "worker":
     from celery.signals import worker_init
     from benchsite.celery import app
-    worker_init.send(sender=None)
+    worker_init.send(sender=app)
 def request():
     blocks = [bytearray(3 * 2**20), *(bytearray(300_000) for _ in range(30))]
     for block in blocks:
@@ -42,6 +42,12 @@ def test_glibc_gives_freed_memory_back_by_default():
     assert faults_a_request("default") > 1000  # 12 MB given back and faulted in again
 
 
-@pytest.mark.parametrize("mode", ["kept", "web", "worker"])
-def test_web_and_worker_processes_keep_it_for_the_next_request(mode):
+@pytest.mark.parametrize("mode", ["kept", "web"])
+def test_web_processes_keep_it_for_the_next_request(mode):
     assert faults_a_request(mode) < 100
+
+
+def test_workers_leave_it_as_it_was():
+    """A worker times CPU benchmarks in its own process: how its memory is given back is
+    part of what they measure, and it stays as every earlier result was measured with."""
+    assert faults_a_request("worker") > 1000
