@@ -57,20 +57,28 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 def gunzip(data: bytes, limit: int) -> bytes:
-    """Decompress at most `limit` bytes, so a small gzip bomb cannot exhaust memory. ISA-L
-    (python-isal) reads a CI job's 2.5 MB upload in 0.4 ms, zlib in 1.3."""
+    """Decompress at most `limit` bytes, so a small gzip bomb cannot exhaust memory. Every
+    member of the stream (`cat a.gz b.gz` is one gzip stream of two), not the first alone;
+    zero bytes padding its end are ignored. ISA-L (python-isal) reads a CI job's 2.5 MB
+    upload in 0.4 ms, zlib in 1.3."""
     if not data.startswith(GZIP_MAGIC):
         raise NotGzip("no gzip header")
-    decompressor = isal_zlib.decompressobj(wbits=isal_zlib.MAX_WBITS | 16)
-    try:
-        body = decompressor.decompress(data, limit + 1)
-    except isal_zlib.error as error:
-        raise NotGzip(str(error)) from None
-    if len(body) > limit or decompressor.unconsumed_tail:
-        raise PayloadTooLarge
-    if not decompressor.eof:
-        raise NotGzip("truncated gzip stream")
-    return body
+    parts: list[bytes] = []
+    size = 0
+    while data:
+        decompressor = isal_zlib.decompressobj(wbits=isal_zlib.MAX_WBITS | 16)
+        try:
+            part = decompressor.decompress(data, limit + 1 - size)
+        except isal_zlib.error as error:
+            raise NotGzip(str(error)) from None
+        size += len(part)
+        if size > limit or decompressor.unconsumed_tail:
+            raise PayloadTooLarge
+        if not decompressor.eof:
+            raise NotGzip("truncated gzip stream")
+        parts.append(part)
+        data = decompressor.unused_data.lstrip(b"\0")
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class UploadResultsMixin:

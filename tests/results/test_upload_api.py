@@ -91,6 +91,21 @@ def test_gzip_body(api, token):
     assert bytes(Upload.objects.get().payload_gzip) == body
 
 
+def test_a_gzip_body_of_several_members_is_read_whole(api, token):
+    """`cat a.jsonl.gz b.jsonl.gz` is one gzip stream of two members: both are read (the
+    first alone would drop the second's records without a word)."""
+    lines = [json.dumps(record(**META, model={"name": name})).encode() + b"\n"
+             for name in ("first", "second")]
+    body = gzip.compress(lines[0]) + gzip.compress(lines[1]) + b"\0" * 8
+    response = post(api, token, body, content_encoding="gzip")
+    assert response.status_code == 201, response.json()
+    assert response.json()["records"] == 2
+    assert set(Series.objects.values_list("model", flat=True)) == {"first", "second"}
+    truncated = gzip.compress(lines[0]) + gzip.compress(lines[1])[:-12]
+    response = post(api, token, truncated, content_encoding="gzip")
+    assert response.json()["errors"] == ["body: not valid gzip: truncated gzip stream"]
+
+
 def test_envelope_metadata(api, token):
     envelope = {"metadata": META, "records": [record(), record(MINIMAL)]}
     response = post(api, token, envelope)
