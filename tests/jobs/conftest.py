@@ -14,6 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKER = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# A Redis database tests may empty (scripts/test gives the SQLite run another one).
+SCRATCH = BROKER.rsplit("/", 1)[0] + "/" + os.environ.get("TEST_REDIS_SCRATCH_DB", "8")
 
 SMALL_SPEC = """\
 quantization_config_recipe_names: ["int8wo", "int8dq"]

@@ -22,12 +22,16 @@ from benchsite.regressions import receivers
 from benchsite.regressions import tasks as regression_tasks
 from benchsite.results.ingest import store_upload
 from benchsite.results.models import Upload
-from tests.jobs.conftest import BROKER, FAST_TIMING, SMALL_SPEC, redis_reachable, sending_to
+from tests.jobs.conftest import (
+    FAST_TIMING,
+    SCRATCH,
+    SMALL_SPEC,
+    redis_reachable,
+    sending_to,
+)
 
 pytestmark = [pytest.mark.torch, pytest.mark.django_db(transaction=True)]
 UNREACHABLE = "redis://127.0.0.1:9/0"  # nothing listens on the discard port
-# A Redis database these tests may empty (scripts/test gives the SQLite run another one).
-SCRATCH = BROKER.rsplit("/", 1)[0] + "/" + os.environ.get("TEST_REDIS_SCRATCH_DB", "8")
 AN_HOUR_AGO = timedelta(hours=1)
 
 

@@ -1,7 +1,6 @@
 """Rate limits per token and per anonymous address (429 with Retry-After), and the lockout
 after repeated failed logins (django-axes)."""
 
-import os
 
 import pytest
 import redis
@@ -10,10 +9,7 @@ from django.core.cache import caches
 
 from benchsite.results import throttles
 from benchsite.results.models import UploadToken
-from tests.jobs.conftest import BROKER, redis_reachable
-
-# A Redis database these tests may empty (scripts/test gives the SQLite run another one).
-SCRATCH = BROKER.rsplit("/", 1)[0] + "/" + os.environ.get("TEST_REDIS_SCRATCH_DB", "8")
+from tests.jobs.conftest import SCRATCH, redis_reachable
 
 
 def _in_redis(settings) -> None:
