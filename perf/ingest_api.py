@@ -93,22 +93,35 @@ COLUMNS = "series_id, run_id, upload_id, timestamp, value, values, target, strin
           "extra_info, unknown"
 
 
+def recreate(admin_url: str, database: str) -> str:
+    """Drop and create `database` on the server of `admin_url`; its URL."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {database}")
+    return admin_url.rsplit("/", 1)[0] + f"/{database}"
+
+
 def copy_baseline(url: str, rows: int) -> float:
     """Seconds to COPY the last `rows` result rows the API wrote into the same table again,
     at its current size and with its indexes (in a transaction rolled back afterwards)."""
     with psycopg.connect(url) as conn:
-        data = bytearray()
-        query = (f"COPY (SELECT {COLUMNS} FROM results_result ORDER BY id DESC LIMIT {rows}) "
-                 "TO STDOUT")
-        with conn.cursor().copy(query) as copy:
-            for block in copy:
-                data += block
-        conn.rollback()
-        started = time.perf_counter()
-        with conn.cursor().copy(f"COPY results_result ({COLUMNS}) FROM STDIN") as copy:
-            copy.write(bytes(data))
-        seconds = time.perf_counter() - started
-        conn.rollback()
+        return copy_again(conn, f"SELECT {COLUMNS} FROM results_result ORDER BY id DESC "
+                                f"LIMIT {rows}")
+
+
+def copy_again(conn: psycopg.Connection, select: str) -> float:
+    """Seconds to COPY the result rows of `select` (its columns COLUMNS) into the results
+    table again, rolled back."""
+    data = bytearray()
+    with conn.cursor().copy(f"COPY ({select}) TO STDOUT") as copy:
+        for block in copy:
+            data += block
+    conn.rollback()
+    started = time.perf_counter()
+    with conn.cursor().copy(f"COPY results_result ({COLUMNS}) FROM STDIN") as copy:
+        copy.write(bytes(data))
+    seconds = time.perf_counter() - started
+    conn.rollback()
     return seconds
 
 
@@ -132,10 +145,7 @@ def main() -> None:
     args = parser.parse_args()
     checkouts = [ROOT, *([args.against.resolve()] if args.against else [])]
 
-    with psycopg.connect(args.admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {args.database} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {args.database}")
-    url = args.admin_url.rsplit("/", 1)[0] + f"/{args.database}"
+    url = recreate(args.admin_url, args.database)
     # As deployed: the web server queues regression detection for a worker (none runs here)
     # rather than running it inside the upload request as the embedded mode does.
     redis.Redis.from_url(args.broker).flushdb()

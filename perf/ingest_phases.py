@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "perf"))
 
-from ingest_api import COLUMNS, make_records  # noqa: E402
+from ingest_api import COLUMNS, copy_again, make_records, recreate  # noqa: E402
 
 from runner.cli.upload import prepare  # noqa: E402
 
@@ -55,16 +55,10 @@ def main() -> None:
     parser.add_argument("--database", default="benchsite_ingest_phases")
     args = parser.parse_args()
 
-    with psycopg.connect(args.admin_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {args.database} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {args.database}")
-    conninfo = psycopg.conninfo.make_conninfo(args.admin_url, dbname=args.database)
-    params = psycopg.conninfo.conninfo_to_dict(conninfo)
-    server = f"{params.get('host', '127.0.0.1')}:{params.get('port', 5432)}"
-    os.environ.update(
-        DATABASE_URL=f"postgres://{params.get('user', 'postgres')}@{server}/{args.database}",
-        DEBUG="false", SECRET_KEY="bench", ALLOWED_HOSTS="testserver", LOG_LEVEL="WARNING",
-        BENCH_DETECT_ON_UPLOAD="false")
+    url = recreate(args.admin_url, args.database)
+    os.environ.update(DATABASE_URL=url, DEBUG="false", SECRET_KEY="bench",
+                      ALLOWED_HOSTS="testserver", LOG_LEVEL="WARNING",
+                      BENCH_DETECT_ON_UPLOAD="false")
     python = sys.executable
     subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, check=True)
     token = subprocess.run([python, "manage.py", "create_upload_token", "--repo", "pytorch/ao"],
@@ -94,7 +88,7 @@ def main() -> None:
     client.handler.load_middleware()
     runs = make_records(args.per_upload * (args.uploads + 2), args.per_upload)
     times: dict[str, list[float]] = {phase: [] for phase in PHASES}
-    with psycopg.connect(conninfo) as raw:
+    with psycopg.connect(url) as raw:
         for night, records in enumerate(runs):
             metadata = {"repo": "pytorch/ao", "head_branch": "main", "head_sha": f"{night:040x}",
                         "workflow_id": night, "timestamp": 1_760_000_000 + 3600 * night}
@@ -116,8 +110,9 @@ def main() -> None:
             times["  of it until Python done"].append(marks["python done"] - marks["copy"])
             times["after the COPY"].append(answered - marks["copy end"])
             times["request"].append(answered - started)
-            times["raw COPY of its rows"].append(
-                raw_copy(raw, response.json()["upload_id"]))
+            upload_id = int(response.json()["upload_id"])
+            times["raw COPY of its rows"].append(copy_again(
+                raw, f"SELECT {COLUMNS} FROM results_result WHERE upload_id = {upload_id}"))
     medians = {phase: 1000 * statistics.median(values) for phase, values in times.items()}
     print(f"{args.uploads} uploads of {args.per_upload} records, medians:")
     for phase, median in medians.items():
@@ -125,22 +120,6 @@ def main() -> None:
     print(f"COPY phase / raw COPY = {medians['COPY'] / medians['raw COPY of its rows']:.2f}; "
           f"raw COPY / request = {medians['raw COPY of its rows'] / medians['request']:.2f} "
           "(issue 35: >= 0.5)")
-
-
-def raw_copy(conn: psycopg.Connection, upload_id: int) -> float:
-    """Seconds to COPY an upload's rows into the results table again (rolled back)."""
-    data = bytearray()
-    with conn.cursor().copy(f"COPY (SELECT {COLUMNS} FROM results_result WHERE upload_id = "
-                            f"{int(upload_id)}) TO STDOUT") as copy:
-        for block in copy:
-            data += block
-    conn.rollback()
-    started = time.perf_counter()
-    with conn.cursor().copy(f"COPY results_result ({COLUMNS}) FROM STDIN") as copy:
-        copy.write(bytes(data))
-    seconds = time.perf_counter() - started
-    conn.rollback()
-    return seconds
 
 
 if __name__ == "__main__":
