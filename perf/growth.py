@@ -13,8 +13,11 @@ about that many results. On each database:
   partitioned) per result (goal: under 200 bytes), and the whole database's (the stored
   baselines, about one a result, the summaries, series and runs besides);
 - one more night, stored as the workers and the API store it (`store_upload`, the rows of
-  every job of that night): results per second; then detection over that night's runs
-  (`detect_runs`, as the task after an upload runs it), in seconds.
+  every job of that night) in a fresh process, as a worker's first uploads after a start
+  (its caches cold): results per second; then detection over that night's runs
+  (`detect_runs`, as the task after an upload runs it), in seconds: it reads each series'
+  recent history, up to the detection settings' `history_points`, so it grows with the
+  nights until they fill that (at 1M a series has 35 points, at 10M the default's 200).
 
 Then, with every size seeded, the pages in --rounds rounds, each round visiting the sizes in
 another order (a noisy minute of a shared machine falls on one size in one round, not on
@@ -27,9 +30,9 @@ one size in all), and each figure the median over the rounds:
 The table puts the sizes side by side, with the slope: the largest size's figure over the
 smallest's (a flat cost reads 1.0; the target for p95 is at most 1.5 from 1M to 10M).
 Seeding takes about 90 s a million results on a 2-core machine. The databases are kept
-(--drop drops them at the end); --reuse measures the pages again on databases a previous
-run seeded (their night figures as that run measured them, their storage as it is now),
-seeding only the sizes it lacks.
+(--drop drops them at the end); --reuse measures the pages and one more night again on
+databases a previous run seeded (their storage as it is now; each measured night stays, 0.3%
+more results at 10M), seeding only the sizes it lacks.
 """
 
 from __future__ import annotations
@@ -126,7 +129,9 @@ def _pages(url: str, repeat: int) -> dict[str, dict]:
 
 def _one_more_night(nights: int) -> dict[str, float]:
     """In this process (Django set up on a database seeded with `nights` nights): store the
-    next night's uploads and run detection over their runs."""
+    next night's uploads, as a worker's first uploads after a start (its caches cold), and
+    run detection over their runs. A CHECKPOINT first writes out what seeding left dirty: on
+    a database seeded a minute before, the night read half its rate at 10M."""
     from datetime import UTC, datetime, timedelta
 
     import django
@@ -134,7 +139,10 @@ def _one_more_night(nights: int) -> dict[str, float]:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchsite.settings")
     django.setup()
+    from django.db import connection
+
     from benchsite.regressions.detection import detect_runs
+    from benchsite.regressions.models import DetectionSettings
     from benchsite.results.demo import LARGE, nightly_uploads
     from benchsite.results.ingest import store_upload
     from benchsite.results.models import Run, Upload
@@ -142,17 +150,20 @@ def _one_more_night(nights: int) -> dict[str, float]:
     end = Run.objects.latest("timestamp").timestamp.astimezone(UTC) + timedelta(days=1)
     bodies = [(metadata, orjson.dumps(batch)) for metadata, batch in
               nightly_uploads(LARGE, end=end, nights=nights + 1, only={nights})]
+    with connection.cursor() as cursor:
+        cursor.execute("CHECKPOINT")
     records, started, uploads = 0, time.perf_counter(), []
     for metadata, body in bodies:
         stored = store_upload(body, metadata=metadata, source=Upload.Source.DEMO,
                               announce=False)
         records += stored.upload.record_count
         uploads.append(stored.upload.pk)
-    stored_in = time.perf_counter() - started
+    rate = records / (time.perf_counter() - started)
     started = time.perf_counter()
     regressions = detect_runs(Run.objects.filter(upload_id__in=uploads).order_by("timestamp"))
     detected_in = time.perf_counter() - started
-    return {"records": records, "rate": records / stored_in, "detection_s": detected_in,
+    return {"records": records, "rate": rate, "detection_s": detected_in,
+            "history_points": min(nights + 1, DetectionSettings.load().history_points),
             "regressions": len(regressions), "at": datetime.now(UTC).isoformat()}
 
 
@@ -164,13 +175,16 @@ def _night(url: str, nights: int) -> dict[str, float]:
 
 
 def _seed(size: float, admin_url: str, reuse: bool) -> dict:
-    """Seed the size's database and measure storage and one more night; with `reuse`, what
-    an earlier run measured where it seeded this size."""
+    """Seed the size's database (with `reuse`, unless an earlier run seeded it) and measure
+    storage and one more night."""
     conninfo = _conninfo(admin_url, size)
     found = _seeded(conninfo) if reuse else None
     if found is not None:
         print(f"{size:g}M: reused {_database(size)} ({found['results']:,} results)", flush=True)
-        return {**found, **_storage(conninfo)}  # as it is now (a backfill may have grown it)
+        with psycopg.connect(conninfo) as db:  # the seeded nights and those measured since
+            nights = db.execute("SELECT count(DISTINCT timestamp::date) FROM results_run"
+                                ).fetchone()[0]
+        return {**found, **_storage(conninfo), "night": _night(_url(conninfo), nights)}
     _recreate(admin_url, size)
     url = _url(conninfo)
     nights = max(3, round(size * 1e6 / RESULTS_A_NIGHT))
@@ -215,6 +229,7 @@ def _table(measured: list[dict]) -> None:
     row("database bytes a result", [m["database_bytes"] for m in measured], ".0f")
     row("upload, results/s", [m["night"]["rate"] for m in measured], ".0f")
     row("detection of a night, s", [m["night"]["detection_s"] for m in measured], ".2f")
+    row("  history points a series", [m["night"].get("history_points") for m in measured], ".0f")
     pages = list(measured[-1]["pages"])
     for page in pages:
         figures = [m["pages"].get(page, {}) for m in measured]
@@ -241,7 +256,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2,
                         help="rounds of page measurements over all sizes (medians)")
     parser.add_argument("--reuse", action="store_true",
-                        help="keep the sizes an earlier run seeded, measure their pages again")
+                        help="keep the sizes an earlier run seeded, measure them again")
     parser.add_argument("--drop", action="store_true", help="drop the databases at the end")
     args = parser.parse_args()
     sizes = sorted(float(size) for size in args.sizes.split(","))
