@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
@@ -23,6 +24,7 @@ from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Model, Value
 from django.db.models.functions import Greatest, Least
+from django.db.models.sql import InsertQuery
 
 from benchsite.caching import MISSING, ProcessCache
 from benchsite.results.environment import environment_fields
@@ -43,6 +45,11 @@ CACHE_TOKENS: dict[str, tuple] = {}  # the token SERIES_IDS holds ids under, by 
 # their ids cached and are written while the next is read (not held to the end).
 PRELOADED: set[tuple[str, str]] = set()
 PRELOAD_LIMIT = 100_000  # series a repo; of a larger repo, the newest
+
+# LOCK ORDER: the rows that uploads at once may share (runs, series, and in `summaries` the
+# run summaries and slices) are written in the order of their key, so that two uploads that
+# share some lock them in one order and one waits for the other; in their records' order,
+# two uploads with other orders deadlocked (tests/results/test_summary_locks.py).
 
 T = TypeVar("T")
 
@@ -157,7 +164,7 @@ class Store:
             transaction.on_commit(lambda: _remember(alias, token, looked_up), using=alias)
         with self.batched():
             add_rows(summary_rows)
-            for identity, run_id in run_ids.items():
+            for identity, run_id in sorted(run_ids.items(), key=itemgetter(1)):  # LOCK ORDER
                 # A run continued by a later upload may start earlier, and a run's start is
                 # its earliest record's, which may come after the run was created; its
                 # benchmarks carry its start.
@@ -199,7 +206,8 @@ class Store:
                      device=run.device, arch=run.arch,
                      runners=run.runners, dependencies=run.dependencies, extra=run.extra,
                      **environment_fields(run.runners, run.dependencies),
-                     upload=upload) for run in new_runs],
+                     upload=upload)
+                 for run in sorted(new_runs, key=attrgetter("identity"))],  # LOCK ORDER
                 ignore_conflicts=True,
             )
             run_ids.update(self.ids_by_identity(Run, [run.identity for run in new_runs]))
@@ -273,16 +281,22 @@ class CopyStore(Store):
     JSON_SERIES_COLUMNS = ("origins", "extra_info")
 
     def insert_upload(self, upload):
-        # Django binds parameters in the client: a payload went into the SQL text as hex,
-        # which cost the server about 15 ms a MiB to read; bound in binary, it is copied.
-        payload, upload.payload_gzip = upload.payload_gzip, b""
-        try:
-            upload.save()
-        finally:
-            upload.payload_gzip = payload
-        with psycopg.Cursor(self.connection.connection) as cursor:
-            cursor.execute(f"UPDATE {Upload._meta.db_table} SET payload_gzip = %b WHERE id = %s",
-                           [payload, upload.pk])
+        # The ORM's INSERT ... RETURNING, sent with its parameters bound on the server:
+        # Django binds them in the client, and a payload went into the SQL text as hex, which
+        # cost the server about 15 ms a MiB to read; bound in binary, it is copied. One
+        # statement, where saving without the payload and adding it after took two and the
+        # model's save (1-1.5 ms of Python an upload).
+        query = InsertQuery(Upload)
+        query.insert_values([field for field in Upload._meta.concrete_fields
+                             if not field.primary_key], [upload])
+        compiler = query.get_compiler(connection=self.connection)
+        compiler.returning_fields = [Upload._meta.pk]
+        [(sql, params)] = compiler.as_sql()
+        with (self.connection.wrap_database_errors,
+              psycopg.Cursor(self.connection.connection) as cursor):
+            cursor.execute(sql, params)
+            upload.pk = cursor.fetchone()[0]
+        upload._state.adding, upload._state.db = False, self.connection.alias
 
     def ids_by_identity(self, model, identities):
         # One array parameter (an IN list of thousands of parameters is slow to build),
@@ -319,7 +333,7 @@ class CopyStore(Store):
                 for identity, item in items.items()
             ))
             cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM new_series "
-                           "ON CONFLICT (identity) DO NOTHING")
+                           "ORDER BY identity ON CONFLICT (identity) DO NOTHING")  # LOCK ORDER
             cursor.execute("DROP TABLE new_series")
 
     def writer(self, upload_id, run_ids, series_ids):

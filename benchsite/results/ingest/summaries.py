@@ -110,7 +110,11 @@ def resummarize_runs(run_ids: list[int]) -> None:
 def add_rows(rows: list[tuple]) -> None:
     """Add rows of (run_id, repo, branch, timestamp, *GROUP, *TOTALS) to the summaries.
     The timestamp is adapted as the ORM adapts it, so that ORM lookups on it match on every
-    database (SQLite stores text, and a datetime adapted by its driver is other text)."""
+    database (SQLite stores text, and a datetime adapted by its driver is other text).
+
+    Each statement's rows go in the order of their key (`store`'s LOCK ORDER): two uploads
+    that share rows (shards of one run, runs of one branch) wait for each other instead of
+    deadlocking, whatever their records' order."""
     table = RunSummary._meta.db_table
     columns = ("run_id", "repo", "branch", "timestamp", *GROUP, *TOTALS)
     adapt = connection.ops.adapt_datetimefield_value
@@ -118,7 +122,8 @@ def add_rows(rows: list[tuple]) -> None:
         f"INSERT INTO {table} ({', '.join(columns)}) VALUES {{rows}} "
         f"ON CONFLICT (run_id, {', '.join(GROUP)}) DO UPDATE SET "
         + ", ".join(f"{total} = {table}.{total} + excluded.{total}" for total in TOTALS),
-        [(*row[:3], adapt(row[3]), *row[4:]) for row in rows])
+        [(*row[:3], adapt(row[3]), *row[4:])
+         for row in sorted(rows, key=lambda row: (row[0], *row[4:4 + len(GROUP)]))])
     _upsert_slices(rows)
     _add_run_benchmarks(rows)
 
@@ -161,7 +166,7 @@ def _upsert_slices(rows: list[tuple]) -> None:
         f"INSERT INTO {table} ({', '.join(SLICE)}, last_at) VALUES {{rows}} "
         f"ON CONFLICT ({', '.join(SLICE)}) DO UPDATE SET "
         f"last_at = {latest}({table}.last_at, excluded.last_at)",
-        [(*key, adapt(at)) for key, at in newest.items()])
+        [(*key, adapt(at)) for key, at in sorted(newest.items())])  # LOCK ORDER (`store`)
 
 
 BENCHMARK, ARCH = 4 + GROUP.index("benchmark"), 4 + GROUP.index("arch")  # in a row
